@@ -1,0 +1,155 @@
+// config.go: the per-partition log configuration (Kafka's topic-level
+// segment.bytes, segment.ms, retention.ms, retention.bytes,
+// max.message.bytes, flush policy), its defaults and its validation.
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// Defaults, as in Kafka.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentAge         = 7 * 24 * time.Hour
+	DefaultRetention          = 7 * 24 * time.Hour
+	DefaultRetentionBytes     = -1
+	DefaultMaxMessageBytes    = 1 << 20
+	DefaultIndexIntervalBytes = 4096
+)
+
+// FlushMode says when the log fsyncs appended data.
+type FlushMode int
+
+const (
+	// FlushNever leaves flushing to the OS (Kafka's default); durability
+	// comes from replication. The log still fsyncs on Close.
+	FlushNever FlushMode = iota
+	// FlushEveryBatch fsyncs after every append, before Append returns.
+	FlushEveryBatch
+	// FlushInterval fsyncs in the background every FlushPolicy.Interval.
+	FlushInterval
+)
+
+// FlushPolicy is the log's fsync policy.
+type FlushPolicy struct {
+	Mode     FlushMode
+	Interval time.Duration // for FlushInterval
+}
+
+// String renders the policy as ParseFlushPolicy reads it.
+func (p FlushPolicy) String() string {
+	switch p.Mode {
+	case FlushEveryBatch:
+		return "batch"
+	case FlushInterval:
+		return p.Interval.String()
+	}
+	return "never"
+}
+
+// ParseFlushPolicy reads "never", "batch", or a duration such as "100ms".
+func ParseFlushPolicy(s string) (FlushPolicy, error) {
+	switch s {
+	case "never", "":
+		return FlushPolicy{Mode: FlushNever}, nil
+	case "batch":
+		return FlushPolicy{Mode: FlushEveryBatch}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return FlushPolicy{}, fmt.Errorf("storage: flush policy %q: want never, batch or a positive duration", s)
+	}
+	return FlushPolicy{Mode: FlushInterval, Interval: d}, nil
+}
+
+// Config configures one partition log. The zero value of a field means its
+// default; use Retention < 0 and RetentionBytes < 0 for "forever".
+type Config struct {
+	// SegmentBytes rolls the active segment when the next batch would take
+	// it past this size (segment.bytes). At most math.MaxInt32.
+	SegmentBytes int64
+	// SegmentAge rolls the active segment once its first batch is older
+	// than this (segment.ms).
+	SegmentAge time.Duration
+	// Retention deletes whole segments whose newest record is older than
+	// this (retention.ms); negative keeps them forever.
+	Retention time.Duration
+	// RetentionBytes deletes the oldest segments while the log is larger
+	// than this (retention.bytes); negative (the default) means no limit.
+	RetentionBytes int64
+	// MaxMessageBytes is the largest batch accepted (max.message.bytes).
+	MaxMessageBytes int
+	// IndexIntervalBytes is how many log bytes lie between two sparse
+	// index entries (index.interval.bytes).
+	IndexIntervalBytes int
+	// Flush is the fsync policy.
+	Flush FlushPolicy
+	// LogAppendTime stamps each leader append with the broker's clock
+	// (message.timestamp.type=LogAppendTime) instead of keeping the
+	// producer's CreateTime.
+	LogAppendTime bool
+
+	// Now is the clock (time.Now when nil); tests move it.
+	Now func() time.Time
+	// FS is the file system (OSFS when nil); tests inject faults.
+	FS FS
+	// Logger receives the log's messages (logrus.StandardLogger when nil).
+	Logger *logrus.Entry
+}
+
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = errors.New("storage: invalid config")
+
+// withDefaults fills zero fields with defaults and validates the result.
+func (c Config) withDefaults() (Config, error) {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = DefaultRetentionBytes
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	switch {
+	case c.SegmentBytes < record.HeaderSize || c.SegmentBytes > math.MaxInt32:
+		return c, fmt.Errorf("%w: segment.bytes %d must be in [%d, %d]", ErrInvalidConfig, c.SegmentBytes, record.HeaderSize, math.MaxInt32)
+	case c.SegmentAge < 0:
+		return c, fmt.Errorf("%w: segment.ms %v must be positive", ErrInvalidConfig, c.SegmentAge)
+	case c.MaxMessageBytes < record.HeaderSize || c.MaxMessageBytes > math.MaxInt32-record.LogOverhead:
+		return c, fmt.Errorf("%w: max.message.bytes %d out of range", ErrInvalidConfig, c.MaxMessageBytes)
+	case c.IndexIntervalBytes < 0:
+		return c, fmt.Errorf("%w: index.interval.bytes %d must not be negative", ErrInvalidConfig, c.IndexIntervalBytes)
+	case c.Flush.Mode == FlushInterval && c.Flush.Interval <= 0:
+		return c, fmt.Errorf("%w: flush interval %v must be positive", ErrInvalidConfig, c.Flush.Interval)
+	case c.Flush.Mode < FlushNever || c.Flush.Mode > FlushInterval:
+		return c, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, c.Flush.Mode)
+	}
+	return c, nil
+}

@@ -1,0 +1,688 @@
+// Package storage is actorlog's partition log: a directory of segments, each
+// a plain sequence of Kafka RecordBatch v2 frames (%020d.log) with a sparse
+// offset index (.index) and time index (.timeindex), plus a leader-epoch
+// checkpoint and a recovery-point checkpoint.
+//
+// Threading: a Log is written by one owner (the partition replica actor):
+// Append, AppendReplicated, TruncateTo, TruncateFullyAndStartAt,
+// DeleteExpiredSegments, AssignEpoch, Flush and Close. They are serialized by
+// a mutex all the same, so a background flusher or a mistaken second caller
+// cannot corrupt it. Read, OffsetForTimestamp and the accessors may be called
+// from any goroutine concurrently with the writer: appends never block reads,
+// and reads of sealed segments never block appends.
+//
+// Invariants: LogStartOffset <= recovery point <= LogEndOffset; every byte
+// below a segment's size is a complete batch; batches' offsets strictly
+// increase across the log. After the first failed write or fsync the log
+// refuses further writes and returns that error (a half-written log is never
+// extended).
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+var (
+	// ErrOffsetOutOfRange means a read asked for an offset below the log
+	// start or above the log end.
+	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
+	// ErrRecordTooLarge means a batch exceeds max.message.bytes.
+	ErrRecordTooLarge = errors.New("storage: batch larger than max.message.bytes")
+	// ErrInvalidBatch wraps every reason an appended batch is refused.
+	ErrInvalidBatch = errors.New("storage: invalid record batch")
+	// ErrCorruptLog means data on disk failed its CRC or framing check; it is
+	// reported, never served.
+	ErrCorruptLog = errors.New("storage: corrupt data in log")
+	// ErrClosed means the log was closed.
+	ErrClosed = errors.New("storage: log closed")
+)
+
+// AppendInfo describes what an append wrote.
+type AppendInfo struct {
+	FirstOffset   int64 // base offset of the first batch
+	LastOffset    int64 // last offset of the last batch
+	MaxTimestamp  int64 // largest max timestamp among the batches
+	LogAppendTime int64 // broker time stamped into the batch, -1 for CreateTime
+	Bytes         int   // bytes written
+	Batches       int
+}
+
+// Log is one partition's log. See the package comment for threading rules.
+type Log struct {
+	dir    string
+	cfg    Config
+	fs     FS
+	logger *logrus.Entry
+	epochs *epochCache
+
+	mu  sync.Mutex   // serializes writers
+	rmu sync.RWMutex // readers share it; segment list changes, truncation and deletion take it alone
+
+	segs []*segment // guarded by rmu; changed only while also holding mu
+
+	leo    atomic.Int64 // log end offset: the offset the next batch gets
+	start  atomic.Int64 // log start offset
+	closed atomic.Bool
+
+	// Guarded by mu.
+	writeErr      error
+	recoveryPoint int64
+	gen           uint64 // bumped by every truncation
+
+	closeOnce sync.Once
+	flushStop chan struct{}
+	flushDone chan struct{}
+}
+
+// Open opens (creating if needed) the partition log in dir, recovering it
+// from whatever state a crash left: segments at or above the recovery point
+// are scanned with CRC checks and truncated at the first torn or corrupt
+// frame; missing or broken indexes are rebuilt.
+func Open(dir string, cfg Config) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir:    dir,
+		cfg:    cfg,
+		fs:     cfg.FS,
+		logger: cfg.Logger.WithField("log", dir),
+	}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	if err := l.load(); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if cfg.Flush.Mode == FlushInterval {
+		l.flushStop, l.flushDone = make(chan struct{}), make(chan struct{})
+		go l.flushLoop(cfg.Flush.Interval)
+	}
+	return l, nil
+}
+
+// load lists the directory, opens and recovers the segments.
+func (l *Log) load() error {
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	var bases []int64
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted"):
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", name, err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			base, ok := parseSegmentName(name)
+			if !ok {
+				l.logger.WithField("file", name).Warn("ignoring file with a segment suffix but no valid base offset")
+				continue
+			}
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	if l.epochs, err = loadEpochCache(l.fs, l.dir); err != nil {
+		return err
+	}
+	rp, err := readRecoveryPoint(l.fs, l.dir)
+	if err != nil {
+		l.logger.WithError(err).Warn("recovery point unreadable; recovering every segment")
+		rp = 0
+	}
+	recoverFrom := 0
+	for i, b := range bases {
+		if b <= rp {
+			recoverFrom = i
+		}
+	}
+
+	for i, base := range bases {
+		seg, err := l.openSegment(base)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, seg)
+		if n := len(l.segs); n > 1 && seg.base < l.segs[n-2].next {
+			return fmt.Errorf("segment %d overlaps the previous one, which ends at offset %d", seg.base, l.segs[n-2].next)
+		}
+		if i < recoverFrom {
+			if err := l.loadSealed(seg); err != nil {
+				return err
+			}
+			continue
+		}
+		clean, err := l.recoverSegment(seg)
+		if err != nil {
+			return err
+		}
+		if !clean {
+			// Everything after a torn or corrupt frame is gone, including
+			// any later segments (Kafka does the same).
+			for _, later := range bases[i+1:] {
+				dropped := &segment{base: later, dir: l.dir}
+				if err := dropped.remove(l.fs); err != nil {
+					return err
+				}
+				l.logger.WithField("segment", later).Warn("deleted segment after a corrupt frame in an earlier one")
+			}
+			break
+		}
+	}
+	if len(l.segs) == 0 {
+		seg, err := createSegment(l.fs, l.dir, 0, l.cfg.Now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, seg)
+	}
+	active := l.segs[len(l.segs)-1]
+	l.leo.Store(active.next)
+	l.start.Store(l.segs[0].base)
+	if err := l.epochs.truncateFromEnd(active.next); err != nil {
+		return err
+	}
+	if err := l.epochs.truncateFromStart(l.segs[0].base); err != nil {
+		return err
+	}
+	// Make what recovery found durable, so the next open need not scan it.
+	for _, s := range l.segs[recoverFrom:] {
+		if err := s.writeIndexes(); err != nil {
+			return err
+		}
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	l.recoveryPoint = active.next
+	return writeRecoveryPoint(l.fs, l.dir, l.recoveryPoint)
+}
+
+func (l *Log) openSegment(base int64) (*segment, error) {
+	s := &segment{base: base, dir: l.dir, next: base, rollTS: -1, corruptAt: -1, created: l.cfg.Now().UnixMilli()}
+	s.maxTS.Store(-1)
+	var err error
+	if s.log, err = l.fs.OpenFile(segmentPath(l.dir, base, logSuffix), os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("open segment %d: %w", base, err)
+	}
+	if err := s.openIndexes(l.fs, false); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+func fileSize(f File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// recoverSegment scans a segment that may hold unflushed data, checking every
+// CRC, truncating it at the first bad frame and rebuilding its indexes. It
+// reports whether the segment was intact.
+func (l *Log) recoverSegment(s *segment) (bool, error) {
+	size, err := fileSize(s.log)
+	if err != nil {
+		return false, fmt.Errorf("stat segment %d: %w", s.base, err)
+	}
+	end, scanErr := s.rebuild(size, true, l.cfg.IndexIntervalBytes)
+	if scanErr != nil && !isDataError(scanErr) {
+		return false, fmt.Errorf("recover segment %d: %w", s.base, scanErr)
+	}
+	if end < size {
+		l.logger.WithFields(logrus.Fields{"segment": s.base, "position": end, "file_size": size, "reason": scanErr}).
+			Warn("truncating torn or corrupt tail of segment")
+		if err := s.log.Truncate(end); err != nil {
+			return false, fmt.Errorf("truncate segment %d at %d: %w", s.base, end, err)
+		}
+	}
+	s.size.Store(end)
+	if err := s.offFile.Truncate(0); err != nil {
+		return false, fmt.Errorf("reset offset index of segment %d: %w", s.base, err)
+	}
+	if err := s.timeFile.Truncate(0); err != nil {
+		return false, fmt.Errorf("reset time index of segment %d: %w", s.base, err)
+	}
+	return end == size, nil
+}
+
+// isDataError reports whether a scan stopped on bad data (as opposed to an
+// I/O failure).
+func isDataError(err error) bool {
+	return errors.Is(err, record.ErrShortBuffer) || errors.Is(err, record.ErrCorrupt) ||
+		errors.Is(err, record.ErrChecksum) || errors.Is(err, record.ErrMagic) || errors.Is(err, errStopScan)
+}
+
+// loadSealed opens a flushed segment from its indexes, checking them against
+// the log file; broken or missing indexes are rebuilt from the log. Framing
+// damage found while rebuilding is remembered (corruptAt) and reported by
+// reads that reach it, not truncated away.
+func (l *Log) loadSealed(s *segment) error {
+	size, err := fileSize(s.log)
+	if err != nil {
+		return fmt.Errorf("stat segment %d: %w", s.base, err)
+	}
+	s.size.Store(size)
+	offs, times, err := loadIndexes(l.fs, segmentPath(l.dir, s.base, indexSuffix), segmentPath(l.dir, s.base, timeIndexSuffix), size)
+	if err == nil {
+		err = l.checkIndexTail(s, offs, times, size)
+	}
+	if err == nil {
+		return nil
+	}
+	l.logger.WithFields(logrus.Fields{"segment": s.base, "reason": err}).Warn("rebuilding segment index")
+	end, scanErr := s.rebuild(size, false, l.cfg.IndexIntervalBytes)
+	if scanErr != nil && !isDataError(scanErr) {
+		return fmt.Errorf("rebuild index of segment %d: %w", s.base, scanErr)
+	}
+	if end < size {
+		s.corruptAt = end
+		l.logger.WithFields(logrus.Fields{"segment": s.base, "position": end, "reason": scanErr}).
+			Error("sealed segment is corrupt; reads past this position will fail")
+	}
+	s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, true)
+	if err := s.offFile.Truncate(0); err != nil {
+		return fmt.Errorf("reset offset index of segment %d: %w", s.base, err)
+	}
+	if err := s.timeFile.Truncate(0); err != nil {
+		return fmt.Errorf("reset time index of segment %d: %w", s.base, err)
+	}
+	return s.writeIndexes()
+}
+
+// checkIndexTail installs loaded index entries and walks the frames after
+// the last offset entry to the end of the file, which must end exactly at a
+// frame boundary, with the time index's last entry at the segment's last
+// offset.
+func (l *Log) checkIndexTail(s *segment, offs []offsetEntry, times []timeEntry, size int64) error {
+	var from int64
+	if len(offs) > 0 {
+		from = int64(offs[len(offs)-1].pos)
+	}
+	var last *record.Header
+	maxTS := int64(-1)
+	end, err := scanBatches(s.log, from, size, false, func(h *record.Header, pos int64) error {
+		if last != nil && h.BaseOffset <= last.LastOffset() {
+			return errStopScan
+		}
+		hh := *h
+		last = &hh
+		maxTS = max(maxTS, h.MaxTimestamp)
+		return nil
+	})
+	if err != nil || end != size {
+		return fmt.Errorf("index tail scan stopped at %d of %d: %w", end, size, err)
+	}
+	if last == nil {
+		if size == 0 && len(times) == 0 {
+			return nil
+		}
+		return errors.New("index points at no batch")
+	}
+	if len(offs) > 0 && last.BaseOffset < s.base+int64(offs[len(offs)-1].rel) {
+		return errors.New("offset index disagrees with the log")
+	}
+	lastRel := uint32(last.LastOffset() - s.base)
+	if len(times) == 0 || times[len(times)-1].rel != lastRel || times[len(times)-1].ts < maxTS {
+		return errors.New("time index does not end at the segment's last offset")
+	}
+	s.idx.offsets, s.idx.times = offs, times
+	s.idx.offsetsWritten, s.idx.timesWritten = len(offs), len(times)
+	s.next = last.NextOffset()
+	s.lastOffsetRel = lastRel
+	s.maxTS.Store(times[len(times)-1].ts)
+	return nil
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// LogStartOffset is the first offset still in the log.
+func (l *Log) LogStartOffset() int64 { return l.start.Load() }
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	l.rmu.RLock()
+	defer l.rmu.RUnlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments is the number of segments.
+func (l *Log) NumSegments() int {
+	l.rmu.RLock()
+	defer l.rmu.RUnlock()
+	return len(l.segs)
+}
+
+// Err returns the sticky write error, if any.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeErr
+}
+
+// Config returns the log's configuration, defaults filled in.
+func (l *Log) Config() Config { return l.cfg }
+
+// checkWritable returns why the log cannot be written. Caller holds mu.
+func (l *Log) checkWritable() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.writeErr
+}
+
+// fail makes err the sticky write error. Caller holds mu.
+func (l *Log) fail(err error) error {
+	if l.writeErr == nil {
+		l.writeErr = fmt.Errorf("storage: log %s failed and refuses writes: %w", l.dir, err)
+		l.logger.WithError(err).Error("log write failed; the log is now read-only")
+	}
+	return l.writeErr
+}
+
+// Append validates one producer batch, assigns it the next offsets and the
+// leader epoch (written into the header in place: batch is modified) and
+// appends it. Nothing is written when the batch is refused.
+func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
+	if len(batch) > l.cfg.MaxMessageBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(batch), l.cfg.MaxMessageBytes)
+	}
+	h, err := record.Validate(batch)
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendInfo{}, err
+	}
+	base := l.leo.Load()
+	record.SetBaseOffset(batch, base)
+	record.SetLeaderEpoch(batch, leaderEpoch)
+	h.BaseOffset, h.LeaderEpoch = base, leaderEpoch
+	info := AppendInfo{FirstOffset: base, LastOffset: h.LastOffset(), LogAppendTime: -1, Bytes: len(batch), Batches: 1}
+	if l.cfg.LogAppendTime {
+		now := l.cfg.Now().UnixMilli()
+		record.SetLogAppendTime(batch, now)
+		h.MaxTimestamp = now
+		info.LogAppendTime = now
+	}
+	info.MaxTimestamp = h.MaxTimestamp
+	if _, err := l.epochs.assign(leaderEpoch, base); err != nil {
+		return AppendInfo{}, l.fail(err)
+	}
+	if err := l.appendLocked(batch, &h); err != nil {
+		return AppendInfo{}, err
+	}
+	if err := l.maybeFlushLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// AppendReplicated appends batches fetched from a leader, keeping their
+// offsets and leader epochs. Every batch must pass its frame checks and
+// offsets must increase from the log end offset; otherwise nothing is
+// written.
+func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
+	if len(batches) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no batches", ErrInvalidBatch)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendInfo{}, err
+	}
+	var hs []record.Header
+	next := l.leo.Load()
+	for rest := batches; len(rest) > 0; {
+		h, err := record.CheckFrame(rest)
+		if err != nil {
+			return AppendInfo{}, fmt.Errorf("%w: batch %d: %w", ErrInvalidBatch, len(hs), err)
+		}
+		if h.BaseOffset < next {
+			return AppendInfo{}, fmt.Errorf("%w: batch %d starts at offset %d, expected >= %d", ErrInvalidBatch, len(hs), h.BaseOffset, next)
+		}
+		next = h.NextOffset()
+		hs = append(hs, h)
+		rest = rest[h.Size():]
+	}
+	info := AppendInfo{FirstOffset: hs[0].BaseOffset, LastOffset: next - 1, MaxTimestamp: -1, LogAppendTime: -1, Bytes: len(batches), Batches: len(hs)}
+	pos := 0
+	for i := range hs {
+		h := &hs[i]
+		if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
+			return AppendInfo{}, l.fail(err)
+		}
+		if err := l.appendLocked(batches[pos:pos+h.Size()], h); err != nil {
+			return AppendInfo{}, err
+		}
+		pos += h.Size()
+		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+	}
+	if err := l.maybeFlushLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// appendLocked writes one checked batch whose header h is final. Caller holds mu.
+func (l *Log) appendLocked(batch []byte, h *record.Header) error {
+	s := l.segs[len(l.segs)-1]
+	if l.shouldRoll(s, h, len(batch)) {
+		if err := l.rollLocked(h.BaseOffset); err != nil {
+			return err
+		}
+		s = l.segs[len(l.segs)-1]
+	}
+	pos := s.size.Load()
+	if _, err := s.log.WriteAt(batch, pos); err != nil {
+		// Best effort: cut the partial frame so recovery has less to do.
+		if terr := s.log.Truncate(pos); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return l.fail(fmt.Errorf("write segment %d at %d: %w", s.base, pos, err))
+	}
+	s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
+	s.size.Store(pos + int64(len(batch)))
+	l.leo.Store(h.NextOffset())
+	return nil
+}
+
+func (l *Log) shouldRoll(s *segment, h *record.Header, n int) bool {
+	if s.empty() {
+		return false
+	}
+	if s.size.Load()+int64(n) > l.cfg.SegmentBytes {
+		return true
+	}
+	if h.LastOffset()-s.base > math.MaxUint32 {
+		return true
+	}
+	// As Kafka: the age is measured in record time (the new batch's max
+	// timestamp minus the segment's first), falling back to wall-clock time
+	// since creation when records carry no timestamp.
+	age := h.MaxTimestamp - s.rollTS
+	if s.rollTS < 0 || h.MaxTimestamp < 0 {
+		age = l.cfg.Now().UnixMilli() - s.created
+	}
+	return age > l.cfg.SegmentAge.Milliseconds()
+}
+
+// rollLocked seals the active segment and starts a new one at base. Caller
+// holds mu.
+func (l *Log) rollLocked(base int64) error {
+	old := l.segs[len(l.segs)-1]
+	if err := old.seal(); err != nil {
+		return l.fail(err)
+	}
+	if l.cfg.Flush.Mode != FlushNever {
+		if err := old.sync(); err != nil {
+			return l.fail(err)
+		}
+	}
+	s, err := createSegment(l.fs, l.dir, base, l.cfg.Now().UnixMilli())
+	if err != nil {
+		return l.fail(err)
+	}
+	l.rmu.Lock()
+	l.segs = append(l.segs, s)
+	l.rmu.Unlock()
+	l.logger.WithFields(logrus.Fields{"segment": base, "previous": old.base}).Debug("rolled segment")
+	return nil
+}
+
+// Roll seals the active segment and starts a new one, if the active segment
+// holds data.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if l.segs[len(l.segs)-1].empty() {
+		return nil
+	}
+	return l.rollLocked(l.leo.Load())
+}
+
+// maybeFlushLocked fsyncs the active segment under FlushEveryBatch. Caller holds mu.
+func (l *Log) maybeFlushLocked() error {
+	if l.cfg.Flush.Mode != FlushEveryBatch {
+		return nil
+	}
+	if err := l.segs[len(l.segs)-1].log.Sync(); err != nil {
+		return l.fail(fmt.Errorf("fsync: %w", err))
+	}
+	return nil
+}
+
+// Flush writes pending index entries and fsyncs every segment that holds
+// data above the recovery point, then moves the recovery point to the log
+// end offset it saw. Appends proceed while it fsyncs.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	if err := l.checkWritable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	leo, gen, rp := l.leo.Load(), l.gen, l.recoveryPoint
+	if leo == rp {
+		l.mu.Unlock()
+		return nil
+	}
+	var dirty []*segment
+	for i, s := range l.segs {
+		if s.next > rp || i == len(l.segs)-1 {
+			if err := s.writeIndexes(); err != nil {
+				err = l.fail(err)
+				l.mu.Unlock()
+				return err
+			}
+			dirty = append(dirty, s)
+		}
+	}
+	l.rmu.RLock() // keeps dirty segments open until the fsyncs end
+	l.mu.Unlock()
+	var syncErr error
+	for _, s := range dirty {
+		if syncErr = s.sync(); syncErr != nil {
+			break
+		}
+	}
+	l.rmu.RUnlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if syncErr != nil {
+		return l.fail(syncErr)
+	}
+	if gen != l.gen || leo <= l.recoveryPoint {
+		return nil // truncated meanwhile: what we synced may be gone
+	}
+	if err := writeRecoveryPoint(l.fs, l.dir, leo); err != nil {
+		return l.fail(err)
+	}
+	l.recoveryPoint = leo
+	return nil
+}
+
+func (l *Log) flushLoop(interval time.Duration) {
+	defer close(l.flushDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.flushStop:
+			return
+		case <-t.C:
+			if err := l.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.WithError(err).Warn("periodic flush failed")
+			}
+		}
+	}
+}
+
+// Close flushes the log (index entries, fsync, recovery point) and closes
+// its files. Reads and writes after Close fail with ErrClosed.
+func (l *Log) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		if l.flushStop != nil {
+			close(l.flushStop)
+			<-l.flushDone
+		}
+		if ferr := l.Flush(); ferr != nil {
+			err = fmt.Errorf("storage: close %s: %w", l.dir, ferr)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.rmu.Lock()
+		defer l.rmu.Unlock()
+		l.closed.Store(true)
+		if cerr := l.closeSegments(); cerr != nil && err == nil {
+			err = fmt.Errorf("storage: close %s: %w", l.dir, cerr)
+		}
+	})
+	return err
+}
+
+func (l *Log) closeSegments() error {
+	var first error
+	for _, s := range l.segs {
+		if err := s.closeFiles(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

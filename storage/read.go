@@ -1,0 +1,218 @@
+// read.go: reading from the log — whole batches from an offset up to a byte
+// limit (the first batch always whole, so a consumer can never get stuck),
+// offset lookup by timestamp, and leader-epoch queries. Reads may run on any
+// goroutine, concurrently with the writer; every batch served has passed its
+// CRC32C check.
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// ReadResult is what Read returns.
+type ReadResult struct {
+	// Records holds whole v2 batches, back to back. The first may start
+	// before the requested offset (a batch is never split); callers skip
+	// records below it. Empty when there is nothing to read yet.
+	Records []byte
+	// LogStartOffset and LogEndOffset as the read saw them.
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// Read returns whole batches starting with the one that holds offset, up to
+// maxBytes (the first batch is returned whole even if larger) and stopping
+// before any batch whose base offset is >= maxOffset (maxOffset < 0 means
+// the log end; a leader passes its high watermark). It fails with
+// ErrOffsetOutOfRange when offset is below the log start or above the log
+// end, and with ErrCorruptLog when the first batch it would return fails its
+// checks.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadResult, error) {
+	l.rmu.RLock()
+	defer l.rmu.RUnlock()
+	if l.closed.Load() {
+		return ReadResult{}, ErrClosed
+	}
+	res := ReadResult{LogStartOffset: l.start.Load(), LogEndOffset: l.leo.Load()}
+	if offset < res.LogStartOffset || offset > res.LogEndOffset {
+		return res, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, res.LogStartOffset, res.LogEndOffset)
+	}
+	limit := res.LogEndOffset
+	if maxOffset >= 0 && maxOffset < limit {
+		limit = maxOffset
+	}
+	if offset >= limit {
+		return res, nil
+	}
+	for i := l.floorSegment(offset); i < len(l.segs); i++ {
+		data, err := l.segs[i].read(offset, maxBytes, limit)
+		if err != nil || len(data) > 0 {
+			res.Records = data
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// floorSegment is the index of the last segment whose base is <= offset (0
+// when none). Caller holds rmu.
+func (l *Log) floorSegment(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// read returns batches of this segment from the one holding offset, within
+// maxBytes (the first one always whole) and below limit.
+func (s *segment) read(offset int64, maxBytes int, limit int64) ([]byte, error) {
+	end := s.size.Load()
+	if s.corruptAt >= 0 && s.corruptAt < end {
+		end = s.corruptAt
+	}
+	pos, h, err := s.findBatch(offset, end)
+	if err != nil {
+		return nil, err
+	}
+	if pos >= end {
+		if s.corruptAt >= 0 && offset < s.next {
+			return nil, fmt.Errorf("%w: segment %d unreadable from position %d", ErrCorruptLog, s.base, s.corruptAt)
+		}
+		return nil, nil
+	}
+	if h.BaseOffset >= limit {
+		return nil, nil
+	}
+	first := h.Size()
+	if pos+int64(first) > end {
+		return nil, fmt.Errorf("%w: segment %d: batch at %d runs past the segment end", ErrCorruptLog, s.base, pos)
+	}
+	n := int(min(int64(max(maxBytes, first)), end-pos))
+	buf := make([]byte, n)
+	if m, err := s.log.ReadAt(buf, pos); m < n {
+		return nil, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
+	}
+	i := 0
+	for i < n {
+		hh, err := record.CheckFrame(buf[i:])
+		if errors.Is(err, record.ErrShortBuffer) {
+			break // a batch cut by maxBytes: left for the next read
+		}
+		if err != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("%w: segment %d, batch at offset %d (position %d): %w", ErrCorruptLog, s.base, h.BaseOffset, pos, err)
+			}
+			break // served up to the damage; the next read reports it
+		}
+		if hh.BaseOffset >= limit {
+			break
+		}
+		i += hh.Size()
+	}
+	return buf[:i], nil
+}
+
+// findBatch returns the position and header of the first batch in the
+// segment whose last offset is >= offset, or pos >= end when there is none.
+func (s *segment) findBatch(offset int64, end int64) (int64, record.Header, error) {
+	var h record.Header
+	rel := offset - s.base
+	if rel < 0 {
+		rel = 0
+	}
+	pos := int64(s.idx.lookup(uint32(min(rel, int64(^uint32(0))))))
+	hdr := make([]byte, record.HeaderSize)
+	for pos < end {
+		var err error
+		if h, err = s.batchHeaderAt(pos, hdr); err != nil {
+			return pos, h, fmt.Errorf("%w: segment %d: header at position %d: %w", ErrCorruptLog, s.base, pos, err)
+		}
+		if h.LastOffset() >= offset {
+			return pos, h, nil
+		}
+		pos += int64(h.Size())
+	}
+	return pos, h, nil
+}
+
+// OffsetForTimestamp returns the first offset whose record timestamp is >= ts
+// and that record's timestamp (Kafka's ListOffsets by time). found is false
+// when no record is that new.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
+	l.rmu.RLock()
+	defer l.rmu.RUnlock()
+	if l.closed.Load() {
+		return 0, 0, false, ErrClosed
+	}
+	for _, s := range l.segs {
+		if s.maxTS.Load() < ts {
+			continue
+		}
+		off, t, ok, err := s.offsetForTimestamp(ts, l.cfg.MaxMessageBytes)
+		if err != nil || ok {
+			return off, t, ok, err
+		}
+	}
+	return -1, -1, false, nil
+}
+
+func (s *segment) offsetForTimestamp(ts int64, maxBatch int) (int64, int64, bool, error) {
+	from := s.base
+	if rel, ok := s.idx.lookupTime(ts); ok {
+		from = s.base + int64(rel) + 1 // everything up to rel is older than ts
+	}
+	end := s.size.Load()
+	if s.corruptAt >= 0 && s.corruptAt < end {
+		end = s.corruptAt
+	}
+	pos, h, err := s.findBatch(from, end)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	hdr := make([]byte, record.HeaderSize)
+	for pos < end {
+		if h.MaxTimestamp >= ts {
+			batch := make([]byte, h.Size())
+			if m, err := s.log.ReadAt(batch, pos); m < len(batch) {
+				return 0, 0, false, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
+			}
+			recs, err := record.Records(batch, max(maxBatch, len(batch))*64)
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("%w: segment %d, batch at offset %d: %w", ErrCorruptLog, s.base, h.BaseOffset, err)
+			}
+			for _, r := range recs {
+				if r.Offset >= from && r.Timestamp >= ts {
+					return r.Offset, r.Timestamp, true, nil
+				}
+			}
+		}
+		pos += int64(h.Size())
+		if pos >= end {
+			break
+		}
+		if h, err = s.batchHeaderAt(pos, hdr); err != nil {
+			return 0, 0, false, fmt.Errorf("%w: segment %d: header at position %d: %w", ErrCorruptLog, s.base, pos, err)
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// LatestEpoch returns the newest leader epoch in the epoch checkpoint.
+func (l *Log) LatestEpoch() (int32, bool) {
+	e, ok := l.epochs.latest()
+	return e.Epoch, ok
+}
+
+// EpochEntries returns a copy of the leader-epoch checkpoint.
+func (l *Log) EpochEntries() []EpochEntry { return l.epochs.snapshot() }
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279): the largest
+// epoch <= epoch that this log knows, and the offset where it ended (the log
+// end offset for the latest epoch); (-1, -1) when there is no such epoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}

@@ -1,0 +1,292 @@
+// segment.go: one segment of a partition log — a .log file holding a plain
+// sequence of RecordBatch v2 frames, with its sparse offset and time indexes —
+// and the scanner that walks, validates and indexes its frames.
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+)
+
+func segmentPath(dir string, base int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, suffix))
+}
+
+// parseSegmentName returns the base offset of a "%020d.log" file name.
+func parseSegmentName(name string) (int64, bool) {
+	if !strings.HasSuffix(name, logSuffix) {
+		return 0, false
+	}
+	digits := strings.TrimSuffix(name, logSuffix)
+	if len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || base < 0 {
+		return 0, false
+	}
+	return base, true
+}
+
+// segment is one .log file and its indexes.
+//
+// Threading: the writer (holding Log.mu) appends, rolls and truncates.
+// Readers (holding Log.rmu for reading) use size, maxTS, corruptAt and the
+// index under its own lock; bytes below size are complete batches that never
+// change while a reader holds Log.rmu.
+type segment struct {
+	base     int64
+	dir      string
+	log      File
+	offFile  File
+	timeFile File
+	idx      segIndex
+
+	size      atomic.Int64 // bytes of complete batches, readable
+	maxTS     atomic.Int64 // largest batch max timestamp, -1 when empty
+	corruptAt int64        // >= 0: framing broke here in a sealed segment; reads past it fail
+
+	// Writer-owned.
+	next            int64 // offset after the last batch
+	rollTS          int64 // max timestamp of the first batch, -1 when empty
+	created         int64 // wall-clock ms when this process created or opened it
+	bytesSinceIndex int
+	lastOffsetRel   uint32 // relative last offset of the last batch
+}
+
+// createSegment makes a new empty segment at base, removing any stale files.
+func createSegment(fsys FS, dir string, base, now int64) (*segment, error) {
+	s := &segment{base: base, dir: dir, next: base, rollTS: -1, corruptAt: -1, created: now}
+	s.maxTS.Store(-1)
+	var err error
+	if s.log, err = fsys.OpenFile(segmentPath(dir, base, logSuffix), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644); err != nil {
+		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	}
+	if err := s.openIndexes(fsys, true); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) openIndexes(fsys FS, truncate bool) error {
+	var err error
+	if s.offFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, indexSuffix)); err != nil {
+		return err
+	}
+	if s.timeFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, timeIndexSuffix)); err != nil {
+		return err
+	}
+	if truncate {
+		if err := s.offFile.Truncate(0); err != nil {
+			return fmt.Errorf("truncate offset index of segment %d: %w", s.base, err)
+		}
+		if err := s.timeFile.Truncate(0); err != nil {
+			return fmt.Errorf("truncate time index of segment %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// closeFiles closes every open file of the segment, returning the first error.
+func (s *segment) closeFiles() error {
+	var first error
+	for _, f := range []File{s.log, s.offFile, s.timeFile} {
+		if f == nil {
+			continue
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// remove closes and deletes the segment's files.
+func (s *segment) remove(fsys FS) error {
+	if err := s.closeFiles(); err != nil {
+		return fmt.Errorf("close segment %d: %w", s.base, err)
+	}
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := fsys.Remove(segmentPath(s.dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove segment %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// empty reports whether the segment holds no batch.
+func (s *segment) empty() bool { return s.size.Load() == 0 }
+
+// noteBatch records a batch appended (or found by a scan) at pos: it moves
+// next and the max timestamp, and adds sparse index entries.
+func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
+	if s.rollTS < 0 {
+		s.rollTS = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTS.Load() {
+		s.maxTS.Store(h.MaxTimestamp)
+	}
+	s.next = h.NextOffset()
+	s.lastOffsetRel = uint32(h.LastOffset() - s.base)
+	if s.bytesSinceIndex > indexInterval {
+		s.idx.appendOffset(offsetEntry{rel: uint32(h.BaseOffset - s.base), pos: uint32(pos)})
+		s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, false)
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += h.Size()
+}
+
+// seal appends the final time-index entry (so the time index always ends at
+// the segment's last offset and largest timestamp) and writes the indexes.
+func (s *segment) seal() error {
+	if !s.empty() {
+		s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, true)
+	}
+	return s.writeIndexes()
+}
+
+func (s *segment) writeIndexes() error {
+	if err := s.idx.writeTo(s.offFile, s.timeFile); err != nil {
+		return fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	return nil
+}
+
+// sync fsyncs the log and index files.
+func (s *segment) sync() error {
+	for _, f := range []File{s.log, s.offFile, s.timeFile} {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync segment %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// errStopScan is returned by a scan visitor to end a scan at a batch that is
+// well-formed but does not belong (offsets out of order).
+var errStopScan = errors.New("storage: batch offsets out of order")
+
+// scanBuffer is the read size of a scan; larger frames are read on their own.
+const scanBuffer = 1 << 20
+
+// scanBatches walks the frames of f between from and size. With verify, each
+// whole frame is read and checked (magic, CRC32C); without, only headers are
+// parsed. visit is called for every valid frame in order; an error from it
+// stops the scan. It returns the end of the last valid frame and, if the
+// scan stopped before size, why (a torn frame is record.ErrShortBuffer).
+func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Header, pos int64) error) (int64, error) {
+	buf := make([]byte, scanBuffer)
+	pos := from
+	for pos < size {
+		n := int(min(int64(len(buf)), size-pos))
+		m, err := f.ReadAt(buf[:n], pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return pos, fmt.Errorf("read at %d: %w", pos, err)
+		}
+		if m < n { // the file is shorter than we were told
+			n, size = m, pos+int64(m)
+		}
+		i := 0
+		for i < n {
+			rem := buf[i:n]
+			at := pos + int64(i)
+			if len(rem) < record.HeaderSize {
+				if at+int64(len(rem)) >= size {
+					return at, fmt.Errorf("%w: %d bytes at %d", record.ErrShortBuffer, len(rem), at)
+				}
+				break // refill
+			}
+			h, err := record.ParseHeader(rem)
+			if err != nil {
+				return at, err
+			}
+			fsz := h.Size()
+			if at+int64(fsz) > size {
+				return at, fmt.Errorf("%w: frame of %d bytes at %d runs past end %d", record.ErrShortBuffer, fsz, at, size)
+			}
+			if fsz > len(rem) {
+				if i > 0 {
+					break // refill from this frame
+				}
+				// A frame larger than the buffer: read it alone.
+				if verify {
+					whole := make([]byte, fsz)
+					if m, err := f.ReadAt(whole, at); m < fsz {
+						return at, fmt.Errorf("read frame at %d: %w", at, errors.Join(record.ErrShortBuffer, err))
+					}
+					if h, err = record.CheckFrame(whole); err != nil {
+						return at, err
+					}
+				} else if h.Magic != record.Magic {
+					return at, fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
+				}
+				if err := visit(&h, at); err != nil {
+					return at, err
+				}
+				i += fsz
+				break
+			}
+			if verify {
+				if _, err := record.CheckFrame(rem[:fsz]); err != nil {
+					return at, err
+				}
+			} else if h.Magic != record.Magic {
+				return at, fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
+			}
+			if err := visit(&h, at); err != nil {
+				return at, err
+			}
+			i += fsz
+		}
+		pos += int64(i)
+	}
+	return pos, nil
+}
+
+// indexVisitor returns a scan visitor that checks offset order and rebuilds
+// the segment's state and indexes from the frames it sees.
+func (s *segment) indexVisitor(indexInterval int) func(h *record.Header, pos int64) error {
+	return func(h *record.Header, pos int64) error {
+		if h.BaseOffset < s.next || h.LastOffset()-s.base > math.MaxUint32 {
+			return fmt.Errorf("%w: batch at %d has offsets %d..%d, expected >= %d", errStopScan, pos, h.BaseOffset, h.LastOffset(), s.next)
+		}
+		s.noteBatch(h, pos, indexInterval)
+		return nil
+	}
+}
+
+// rebuild re-creates the indexes and state by scanning the whole .log file.
+// With verify, CRCs are checked. It returns the end of the valid frames and
+// why the scan stopped early, if it did; it neither truncates nor writes.
+func (s *segment) rebuild(fileSize int64, verify bool, indexInterval int) (int64, error) {
+	s.idx.reset()
+	s.next, s.rollTS, s.bytesSinceIndex, s.lastOffsetRel = s.base, -1, 0, 0
+	s.maxTS.Store(-1)
+	return scanBatches(s.log, 0, fileSize, verify, s.indexVisitor(indexInterval))
+}
+
+// batchHeaderAt reads the header of the batch at pos.
+func (s *segment) batchHeaderAt(pos int64, buf []byte) (record.Header, error) {
+	n, err := s.log.ReadAt(buf[:record.HeaderSize], pos)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return record.Header{}, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
+	}
+	return record.ParseHeader(buf[:n])
+}
