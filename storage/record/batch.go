@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // Byte offsets of the header fields.
@@ -145,25 +146,25 @@ type Header struct {
 }
 
 // Size is the whole batch size in bytes, header included.
-func (h *Header) Size() int { return int(h.Length) + LogOverhead }
+func (h Header) Size() int { return int(h.Length) + LogOverhead }
 
 // LastOffset is the offset of the batch's last record.
-func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // NextOffset is the offset that follows the batch.
-func (h *Header) NextOffset() int64 { return h.LastOffset() + 1 }
+func (h Header) NextOffset() int64 { return h.LastOffset() + 1 }
 
 // Compression is the batch's codec.
-func (h *Header) Compression() Compression { return Compression(h.Attributes & compressionMask) }
+func (h Header) Compression() Compression { return Compression(h.Attributes & compressionMask) }
 
 // LogAppendTime reports whether the timestamps are the broker's append time.
-func (h *Header) LogAppendTime() bool { return h.Attributes&attrTimestampType != 0 }
+func (h Header) LogAppendTime() bool { return h.Attributes&attrTimestampType != 0 }
 
 // Transactional reports whether the batch is part of a transaction.
-func (h *Header) Transactional() bool { return h.Attributes&attrTransactional != 0 }
+func (h Header) Transactional() bool { return h.Attributes&attrTransactional != 0 }
 
 // Control reports whether the batch holds control records.
-func (h *Header) Control() bool { return h.Attributes&attrControl != 0 }
+func (h Header) Control() bool { return h.Attributes&attrControl != 0 }
 
 // FrameSize returns the whole size of the batch that starts at b, reading only
 // its length field. It fails with ErrShortBuffer when b is shorter than the
@@ -176,6 +177,9 @@ func FrameSize(b []byte) (int, error) {
 	n := int32(binary.BigEndian.Uint32(b[offLength:]))
 	if n < HeaderSize-LogOverhead {
 		return 0, fmt.Errorf("%w: batch length %d below header size", ErrCorrupt, n)
+	}
+	if int64(n) > math.MaxInt-LogOverhead { // only on 32-bit platforms
+		return 0, fmt.Errorf("%w: batch length %d too large for this platform", ErrCorrupt, n)
 	}
 	return int(n) + LogOverhead, nil
 }
@@ -236,18 +240,37 @@ func CheckFrame(b []byte) (Header, error) {
 }
 
 // Validate checks that b is exactly one well-formed v2 batch as a producer
-// sends it: the length field matches len(b), magic is 2, the CRC32C matches,
-// it holds at least one record, the last offset delta agrees with the record
-// count, and (for uncompressed batches) the records' length prefixes tile the
-// record area exactly recordCount times. Compressed record areas are not
-// inflated here: that is the consumer's job, as in Kafka's broker fast path.
+// sends it, cheaply enough for the broker's append path: the length field
+// matches len(b), magic is 2, the CRC32C matches, it holds at least one
+// record, the last offset delta agrees with the record count, the codec is
+// known, and (for uncompressed batches) the records' length prefixes tile the
+// record area exactly recordCount times. It does not parse the inside of each
+// record (ValidateRecords does) nor inflate compressed record areas: record
+// contents are the consumer's to decode, and a full parse would cost more
+// than the write itself for large batches of small records. Validate
+// allocates nothing.
 func Validate(b []byte) (Header, error) {
-	h, err := CheckFrame(b)
+	h, err := ValidateHeader(b)
+	if err != nil {
+		return h, err
+	}
+	return h, ValidateBody(b, &h)
+}
+
+// ValidateHeader is the part of Validate that reads only the header: length,
+// magic, record count, last offset delta and codec. ValidateBody does the
+// rest, so a caller may run the two apart (the log overlaps ValidateBody of
+// a large batch with its write).
+func ValidateHeader(b []byte) (Header, error) {
+	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
 	if h.Size() != len(b) {
 		return h, fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorrupt, h.Size(), len(b))
+	}
+	if h.Magic != Magic {
+		return h, fmt.Errorf("%w: magic %d", ErrMagic, h.Magic)
 	}
 	if h.RecordCount <= 0 {
 		return h, ErrEmptyBatch
@@ -263,30 +286,70 @@ func Validate(b []byte) (Header, error) {
 	if h.Compression() > CompressionZstd {
 		return h, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, h.Compression())
 	}
+	return h, nil
+}
+
+// ValidateBody checks what ValidateHeader does not: the CRC32C, and for an
+// uncompressed batch that its records' length prefixes tile the record area
+// exactly h.RecordCount times. b is the whole batch whose header is h.
+func ValidateBody(b []byte, h *Header) error {
+	if len(b) < HeaderSize || len(b) != h.Size() {
+		return ErrShortBuffer
+	}
+	if got := Checksum(b); got != h.CRC {
+		return fmt.Errorf("%w: stored %08x, computed %08x", ErrChecksum, h.CRC, got)
+	}
 	if h.Compression() == CompressionNone {
-		if err := countRecords(b[HeaderSize:], h.RecordCount); err != nil {
+		return tileRecords(b[HeaderSize:], h.RecordCount)
+	}
+	return nil
+}
+
+// ValidateRecords is Validate plus a full parse of every record of an
+// uncompressed batch (lengths, offset deltas 0..n-1, keys, values, headers),
+// as Records parses them: Records succeeds on any uncompressed batch that
+// ValidateRecords accepts.
+func ValidateRecords(b []byte) (Header, error) {
+	h, err := Validate(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Compression() == CompressionNone {
+		if err := checkRecords(&h, b[HeaderSize:]); err != nil {
 			return h, err
 		}
 	}
 	return h, nil
 }
 
-// countRecords checks that area holds exactly n length-prefixed records.
-func countRecords(area []byte, n int32) error {
+// tileRecords checks that area is exactly n records by their length
+// prefixes alone. It is on the append path of every batch, so it walks
+// positions instead of re-slicing and decodes the one- and two-byte varint
+// forms (records under 8 KiB) inline.
+func tileRecords(area []byte, n int32) error {
 	var seen int32
-	for len(area) > 0 {
-		l, w := binary.Varint(area)
-		if w <= 0 || l < 0 || int64(len(area)-w) < l {
+	pos, end := 0, len(area)
+	for pos < end && seen < n {
+		var l int64
+		var w int
+		c := area[pos]
+		switch {
+		case c < 0x80:
+			l, w = int64(c>>1)^-int64(c&1), 1
+		case pos+1 < end && area[pos+1] < 0x80:
+			u := uint64(c&0x7f) | uint64(area[pos+1])<<7
+			l, w = int64(u>>1)^-int64(u&1), 2
+		default:
+			l, w = binary.Varint(area[pos:])
+		}
+		if w <= 0 || l <= 0 || int64(end-pos-w) < l {
 			return fmt.Errorf("%w: record %d has a bad length prefix", ErrCorrupt, seen)
 		}
-		area = area[w+int(l):]
+		pos += w + int(l)
 		seen++
-		if seen > n {
-			break
-		}
 	}
-	if seen != n {
-		return fmt.Errorf("%w: header says %d records, found %d", ErrCorrupt, n, seen)
+	if seen != n || pos != end {
+		return fmt.Errorf("%w: header says %d records, the record area holds %d and %d more bytes", ErrCorrupt, n, seen, end-pos)
 	}
 	return nil
 }
