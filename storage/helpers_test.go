@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,8 @@ type faultFS struct {
 	mu        sync.Mutex
 	failWrite bool // WriteAt on .log files fails after writing half
 	failSync  bool
+	readGate  chan struct{} // when set, ReadAt on .log files waits for it to close
+	reading   chan struct{} // signalled when a ReadAt starts waiting
 }
 
 var errInjected = errors.New("injected fault")
@@ -230,6 +233,20 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		return n, errInjected
 	}
 	return f.File.WriteAt(p, off)
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	gate, reading := f.fs.readGate, f.fs.reading
+	f.fs.mu.Unlock()
+	if gate != nil && filepath.Ext(f.name) == ".log" {
+		select {
+		case reading <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
+	return f.File.ReadAt(p, off)
 }
 
 func (f *faultFile) Sync() error {

@@ -323,10 +323,15 @@ func (l *Log) checkIndexTail(s *segment, offs []offsetEntry, times []timeEntry, 
 	}
 	var last *record.Header
 	maxTS := int64(-1)
+	since := 0 // bytes since the last entry, counted as noteBatch does
 	end, err := scanBatches(s.log, from, size, false, func(h *record.Header, pos int64) error {
 		if last != nil && h.BaseOffset <= last.LastOffset() {
 			return errStopScan
 		}
+		if since > l.cfg.IndexIntervalBytes {
+			return errors.New("offset index is missing entries")
+		}
+		since += h.Size()
 		hh := *h
 		last = &hh
 		maxTS = max(maxTS, h.MaxTimestamp)
@@ -410,14 +415,22 @@ func (l *Log) fail(err error) error {
 	return l.writeErr
 }
 
+// parallelValidateBytes is the batch size from which Append checks a
+// batch's CRC and record framing on another core while it writes the batch,
+// publishing it only once both succeed. Below it the check runs first.
+const parallelValidateBytes = 128 << 10
+
 // Append validates one producer batch, assigns it the next offsets and the
 // leader epoch (written into the header in place: batch is modified) and
-// appends it. Nothing is written when the batch is refused.
+// appends it. A refused batch leaves the log as it was: for a large batch
+// whose body is checked during its write, the bytes written are cut off
+// again before anything is published, and recovery re-checks any such
+// frame a crash leaves behind.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if len(batch) > l.cfg.MaxMessageBytes {
 		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(batch), l.cfg.MaxMessageBytes)
 	}
-	h, err := record.Validate(batch)
+	h, err := record.ValidateHeader(batch)
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
@@ -425,6 +438,16 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return AppendInfo{}, err
+	}
+	// The body check overlaps the write unless the batch rolls the segment
+	// (a roll must not happen for a batch that turns out bad) or its CRC is
+	// about to be rewritten for LogAppendTime.
+	parallel := len(batch) >= parallelValidateBytes && !l.cfg.LogAppendTime &&
+		!l.shouldRoll(l.segs[len(l.segs)-1], &h, len(batch))
+	if !parallel {
+		if err := record.ValidateBody(batch, &h); err != nil {
+			return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		}
 	}
 	base := l.leo.Load()
 	record.SetBaseOffset(batch, base)
@@ -438,10 +461,12 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 		info.LogAppendTime = now
 	}
 	info.MaxTimestamp = h.MaxTimestamp
-	if _, err := l.epochs.assign(leaderEpoch, base); err != nil {
-		return AppendInfo{}, l.fail(err)
+	var check func() error
+	if parallel {
+		hc := h
+		check = func() error { return record.ValidateBody(batch, &hc) }
 	}
-	if err := l.appendLocked(batch, &h); err != nil {
+	if err := l.appendLocked(batch, &h, check); err != nil {
 		return AppendInfo{}, err
 	}
 	if err := l.maybeFlushLocked(); err != nil {
@@ -481,10 +506,7 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	pos := 0
 	for i := range hs {
 		h := &hs[i]
-		if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
-			return AppendInfo{}, l.fail(err)
-		}
-		if err := l.appendLocked(batches[pos:pos+h.Size()], h); err != nil {
+		if err := l.appendLocked(batches[pos:pos+h.Size()], h, nil); err != nil {
 			return AppendInfo{}, err
 		}
 		pos += h.Size()
@@ -496,8 +518,12 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	return info, nil
 }
 
-// appendLocked writes one checked batch whose header h is final. Caller holds mu.
-func (l *Log) appendLocked(batch []byte, h *record.Header) error {
+// appendLocked writes one batch whose header h is final, rolling first if
+// needed. With check set, check runs on another goroutine while the batch is
+// written; if it fails the written bytes are cut off and nothing is
+// published. The batch's leader epoch is recorded before it becomes
+// visible. Caller holds mu.
+func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) error {
 	s := l.segs[len(l.segs)-1]
 	if l.shouldRoll(s, h, len(batch)) {
 		if err := l.rollLocked(h.BaseOffset); err != nil {
@@ -506,12 +532,31 @@ func (l *Log) appendLocked(batch []byte, h *record.Header) error {
 		s = l.segs[len(l.segs)-1]
 	}
 	pos := s.size.Load()
-	if _, err := s.log.WriteAt(batch, pos); err != nil {
-		// Best effort: cut the partial frame so recovery has less to do.
+	var checkErr error
+	var checked chan struct{}
+	if check != nil {
+		checked = make(chan struct{})
+		go func() {
+			defer close(checked)
+			checkErr = check()
+		}()
+	}
+	_, werr := s.log.WriteAt(batch, pos)
+	if checked != nil {
+		<-checked
+	}
+	if werr != nil || checkErr != nil {
+		// Cut what was written; nothing past pos was ever published.
 		if terr := s.log.Truncate(pos); terr != nil {
-			err = errors.Join(err, terr)
+			return l.fail(fmt.Errorf("cut refused batch at %d in segment %d: %w", pos, s.base, errors.Join(werr, terr)))
 		}
-		return l.fail(fmt.Errorf("write segment %d at %d: %w", s.base, pos, err))
+		if werr != nil {
+			return l.fail(fmt.Errorf("write segment %d at %d: %w", s.base, pos, werr))
+		}
+		return fmt.Errorf("%w: %w", ErrInvalidBatch, checkErr)
+	}
+	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
+		return l.fail(err)
 	}
 	s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
 	s.size.Store(pos + int64(len(batch)))

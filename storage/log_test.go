@@ -501,3 +501,92 @@ func TestInvalidConfig(t *testing.T) {
 		t.Fatal("ParseFlushPolicy accepted garbage")
 	}
 }
+
+// TestStuckReadDoesNotBlockAppends holds a read of a sealed segment inside
+// its ReadAt and checks that appends (and rolls) proceed meanwhile.
+func TestStuckReadDoesNotBlockAppends(t *testing.T) {
+	fsys := &faultFS{}
+	l := openLog(t, t.TempDir(), Config{FS: fsys})
+	appendBatches(t, l, record.CompressionNone, 1, 5, 10, 0)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	gate, reading := make(chan struct{}), make(chan struct{}, 1)
+	fsys.mu.Lock()
+	fsys.readGate, fsys.reading = gate, reading
+	fsys.mu.Unlock()
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := l.Read(0, 1<<20, -1)
+		readDone <- err
+	}()
+	<-reading // the reader is stuck inside the sealed segment's ReadAt
+	appended := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20; i++ {
+			if _, err := l.Append(buildBatch(t, record.CompressionNone, makeRecords(uint64(i), 10, 0)), 1); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("appends blocked behind a stuck read of a sealed segment")
+	}
+	fsys.mu.Lock()
+	fsys.readGate = nil
+	fsys.mu.Unlock()
+	close(gate)
+	if err := <-readDone; err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 250 {
+		t.Fatalf("log end %d, want 250", l.LogEndOffset())
+	}
+}
+
+// TestLargeBadBatchLeavesNoTrace covers batches big enough that their body
+// is checked while they are written: a refused one must leave neither bytes
+// on disk nor a change in the log, and must not roll a segment.
+func TestLargeBadBatchLeavesNoTrace(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Config{MaxMessageBytes: 4 << 20})
+	want := appendBatches(t, l, record.CompressionNone, 1, 2, 5, 0)
+	recs := makeRecords(5, 3000, 0)
+	good := buildBatch(t, record.CompressionNone, recs)
+	if len(good) < parallelValidateBytes {
+		t.Fatalf("batch of %d bytes is below the parallel check size", len(good))
+	}
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 1
+	miscounted := bytes.Clone(good)
+	miscounted[record.HeaderSize] = 0x7e // first record's length prefix: 63, not what it is
+	fixCRC(miscounted)
+	segFile := lastSegmentPath(t, dir)
+	before, err := os.Stat(segFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"flipped bit": flipped, "bad record framing": miscounted} {
+		if _, err := l.Append(b, 1); !errors.Is(err, ErrInvalidBatch) {
+			t.Fatalf("%s: %v, want ErrInvalidBatch", name, err)
+		}
+		after, err := os.Stat(segFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Size() != before.Size() || l.LogEndOffset() != 10 || l.NumSegments() != 1 {
+			t.Fatalf("%s: file %d->%d bytes, end %d, segments %d", name, before.Size(), after.Size(), l.LogEndOffset(), l.NumSegments())
+		}
+	}
+	if _, err := l.Append(good, 1); err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, readAllRecords(t, l, 0, 1<<20), append(want, recs...), 0)
+}

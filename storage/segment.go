@@ -231,7 +231,7 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 					if m, err := f.ReadAt(whole, at); m < fsz {
 						return at, fmt.Errorf("read frame at %d: %w", at, errors.Join(record.ErrShortBuffer, err))
 					}
-					if h, err = record.CheckFrame(whole); err != nil {
+					if err := verifyFrame(whole, &h); err != nil {
 						return at, err
 					}
 				} else if h.Magic != record.Magic {
@@ -244,7 +244,7 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 				break
 			}
 			if verify {
-				if _, err := record.CheckFrame(rem[:fsz]); err != nil {
+				if err := verifyFrame(rem[:fsz], &h); err != nil {
 					return at, err
 				}
 			} else if h.Magic != record.Magic {
@@ -258,6 +258,19 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 		pos += int64(i)
 	}
 	return pos, nil
+}
+
+// verifyFrame is the check recovery applies to a frame: magic, CRC32C and,
+// for uncompressed batches, the record framing — what Append checks, since a
+// crash can leave behind a large batch whose check was still running.
+func verifyFrame(frame []byte, h *record.Header) error {
+	if h.Magic != record.Magic {
+		return fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
+	}
+	if h.LastOffsetDelta < 0 {
+		return fmt.Errorf("%w: negative last offset delta %d", record.ErrCorrupt, h.LastOffsetDelta)
+	}
+	return record.ValidateBody(frame, h)
 }
 
 // indexVisitor returns a scan visitor that checks offset order and rebuilds
