@@ -110,10 +110,15 @@ func TestReadLimits(t *testing.T) {
 }
 
 func TestAppendRejectsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	l := openLog(t, dir, Config{MaxMessageBytes: 4096})
-	appendBatches(t, l, record.CompressionNone, 1, 2, 5, 0)
-	good := buildBatch(t, record.CompressionNone, makeRecords(3, 5, 0))
+	forAllPerms(t, testAppendRejectsBadInput)
+}
+
+func testAppendRejectsBadInput(t *testing.T, p perm) {
+	cfg := p.config()
+	cfg.MaxMessageBytes = 4096
+	l := openLog(t, t.TempDir(), cfg)
+	appendBatches(t, l, p.codec, 1, 2, 5, 0)
+	good := buildBatch(t, p.codec, makeRecords(3, 5, 0))
 
 	flipped := bytes.Clone(good)
 	flipped[len(flipped)-3] ^= 0x10
@@ -124,7 +129,7 @@ func TestAppendRejectsBadInput(t *testing.T) {
 	empty[57], empty[58], empty[59], empty[60] = 0, 0, 0, 0
 	empty[23], empty[24], empty[25], empty[26] = 0, 0, 0, 0
 	fixCRC(empty)
-	wrongCount := bytes.Clone(good)
+	wrongCount := buildBatch(t, record.CompressionNone, makeRecords(3, 5, 0))
 	wrongCount[60]++ // says 6 records, holds 5
 	wrongCount[26]++ // keep last offset delta consistent with the count
 	fixCRC(wrongCount)
@@ -279,11 +284,15 @@ func TestTruncateTo(t *testing.T) {
 }
 
 func TestEpochCheckpoint(t *testing.T) {
+	forAllPerms(t, testEpochCheckpoint)
+}
+
+func testEpochCheckpoint(t *testing.T, p perm) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Config{})
+	l := openLog(t, dir, p.config())
 	for epoch, n := range []int{3, 4, 0, 5} { // epoch 2 writes nothing
 		for i := 0; i < n; i++ {
-			if _, err := l.Append(buildBatch(t, record.CompressionNone, makeRecords(1, 10, 0)), int32(epoch)); err != nil {
+			if _, err := l.Append(buildBatch(t, p.codec, makeRecords(1, 10, 0)), int32(epoch)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -314,7 +323,7 @@ func TestEpochCheckpoint(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l2 := openLog(t, dir, Config{})
+	l2 := openLog(t, dir, p.config())
 	check(l2)
 	if e, ok := l2.LatestEpoch(); !ok || e != 3 {
 		t.Fatalf("latest epoch %d %v, want 3", e, ok)
@@ -332,9 +341,13 @@ func TestEpochCheckpoint(t *testing.T) {
 }
 
 func TestAppendReplicated(t *testing.T) {
+	forAllPerms(t, testAppendReplicated)
+}
+
+func testAppendReplicated(t *testing.T, p perm) {
 	leader := openLog(t, t.TempDir(), Config{})
-	follower := openLog(t, t.TempDir(), Config{SegmentBytes: 4096})
-	want := appendBatches(t, leader, record.CompressionLZ4, 1, 30, 10, 0)
+	follower := openLog(t, t.TempDir(), p.config())
+	want := appendBatches(t, leader, p.codec, 1, 30, 10, 0)
 	for off := int64(0); off < leader.LogEndOffset(); {
 		res, err := leader.Read(off, 3000, -1)
 		if err != nil {
@@ -405,7 +418,11 @@ func TestStickyWriteError(t *testing.T) {
 }
 
 func TestConcurrentReadsDuringAppends(t *testing.T) {
-	l := openLog(t, t.TempDir(), Config{SegmentBytes: 8192, Retention: time.Hour})
+	forAllPerms(t, testConcurrentReadsDuringAppends)
+}
+
+func testConcurrentReadsDuringAppends(t *testing.T, p perm) {
+	l := openLog(t, t.TempDir(), p.config())
 	const batches = 300
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -422,8 +439,8 @@ func TestConcurrentReadsDuringAppends(t *testing.T) {
 				default:
 				}
 				res, err := l.Read(off, 2048, -1)
-				if errors.Is(err, ErrOffsetOutOfRange) && off > l.LogEndOffset() {
-					off = l.LogEndOffset() // truncated under us, as a follower would see
+				if errors.Is(err, ErrOffsetOutOfRange) && off > res.LogEndOffset {
+					off = res.LogEndOffset // truncated under us, as a follower would see
 					continue
 				}
 				if err != nil {
@@ -447,7 +464,7 @@ func TestConcurrentReadsDuringAppends(t *testing.T) {
 		}()
 	}
 	for i := 0; i < batches; i++ {
-		if _, err := l.Append(buildBatch(t, record.CompressionNone, makeRecords(uint64(i), 5, time.Now().UnixMilli())), 1); err != nil {
+		if _, err := l.Append(buildBatch(t, p.codec, makeRecords(uint64(i), 5, time.Now().UnixMilli())), 1); err != nil {
 			t.Fatal(err)
 		}
 		if i%50 == 49 {
