@@ -1,0 +1,120 @@
+// fetch.go: the leader's fetch handler, with long polling.
+//
+// A FetchRequest asks for whole batches from fetch_offset, up to max_bytes
+// (the first batch is returned whole even if larger, so a consumer is never
+// stuck), below the high watermark. If fewer than min_bytes are available
+// and max_wait_ms > 0, the request is parked until enough data arrives or
+// the wait ends, then answered with what there is.
+//
+// Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE, INVALID_FETCH_SIZE,
+// CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER (stopping).
+
+package replica
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlog/actorlog/messages"
+)
+
+// MaxFetchWait bounds max_wait_ms, so a client cannot park a request forever.
+const MaxFetchWait = 30 * time.Second
+
+type parkedFetch struct {
+	req    *messages.FetchRequest
+	sender *actor.PID
+	timer  *time.Timer
+	start  time.Time
+}
+
+func (r *Replica) fetchError(req *messages.FetchRequest, code messages.ErrorCode, msg string) *messages.FetchResponse {
+	resp := &messages.FetchResponse{
+		CorrelationId: req.CorrelationId,
+		Topic:         req.Topic,
+		Partition:     req.Partition,
+		ErrorCode:     code,
+		ErrorMessage:  msg,
+		HighWatermark: r.hw, LastStableOffset: r.hw,
+		LeaderEpoch: r.epoch,
+	}
+	if r.log != nil {
+		resp.LogStartOffset = r.log.LogStartOffset()
+	}
+	return resp
+}
+
+// read serves req from the log; it reports whether min_bytes was met.
+func (r *Replica) read(req *messages.FetchRequest) (*messages.FetchResponse, bool) {
+	res, err := r.log.Read(req.FetchOffset, int(req.MaxBytes), r.hw)
+	if err != nil {
+		return r.fetchError(req, codeFor(err), err.Error()), true
+	}
+	resp := r.fetchError(req, 0, "")
+	resp.Records = res.Records
+	resp.LogStartOffset = res.LogStartOffset
+	return resp, len(res.Records) > 0 && len(res.Records) >= int(req.MinBytes)
+}
+
+func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
+	start := time.Now()
+	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
+	if code == 0 && (req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0) {
+		code, msg = messages.ErrorCode_ERROR_CODE_INVALID_FETCH_SIZE, "max_bytes, min_bytes and max_wait_ms must not be negative"
+	}
+	if code != 0 {
+		r.reply(ctx, ctx.Sender(), r.fetchError(req, code, msg), start)
+		return
+	}
+	resp, enough := r.read(req)
+	if enough || resp.ErrorCode != 0 || req.MaxWaitMs == 0 || ctx.Sender() == nil {
+		r.reply(ctx, ctx.Sender(), resp, start)
+		return
+	}
+	wait := min(time.Duration(req.MaxWaitMs)*time.Millisecond, MaxFetchWait)
+	r.nextFetch++
+	id := r.nextFetch
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	r.waiting[id] = &parkedFetch{
+		req:    req,
+		sender: ctx.Sender(),
+		start:  start,
+		timer:  time.AfterFunc(wait, func() { root.Send(self, fetchTimeout{id: id}) }),
+	}
+}
+
+func (r *Replica) reply(ctx actor.Context, to *actor.PID, resp *messages.FetchResponse, start time.Time) {
+	r.metrics.Fetched(r.cfg.Topic, r.cfg.Partition, len(resp.Records), time.Since(start), resp.ErrorCode)
+	if to != nil {
+		ctx.Send(to, resp)
+	}
+}
+
+// wakeFetches answers the parked fetches that new data satisfies.
+func (r *Replica) wakeFetches(ctx actor.Context) {
+	for id, p := range r.waiting {
+		resp, enough := r.read(p.req)
+		if !enough && resp.ErrorCode == 0 {
+			continue
+		}
+		p.timer.Stop()
+		delete(r.waiting, id)
+		r.reply(ctx, p.sender, resp, p.start)
+	}
+}
+
+func (r *Replica) onFetchTimeout(ctx actor.Context, msg fetchTimeout) {
+	p, ok := r.waiting[msg.id]
+	if !ok {
+		return // answered already
+	}
+	delete(r.waiting, msg.id)
+	if r.log == nil {
+		r.reply(ctx, p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"), p.start)
+		return
+	}
+	resp, _ := r.read(p.req)
+	r.reply(ctx, p.sender, resp, p.start)
+}

@@ -1,0 +1,73 @@
+// offsets.go: list-offsets and offset-for-leader-epoch handlers.
+//
+// ListOffsets: timestamp -2 is the log start offset, -1 the high watermark
+// (the "latest" a consumer may read to), otherwise the first offset whose
+// record timestamp is >= the given one (offset -1 when there is none).
+// Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (other negative timestamps),
+// CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR.
+//
+// OffsetForLeaderEpoch (KIP-101/279): the largest epoch <= the requested one
+// and where it ended, from the leader-epoch checkpoint.
+
+package replica
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlog/actorlog/messages"
+)
+
+// Special ListOffsets timestamps, as in Kafka.
+const (
+	LatestTimestamp   = -1
+	EarliestTimestamp = -2
+)
+
+func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequest) {
+	resp := &messages.ListOffsetsResponse{
+		CorrelationId: req.CorrelationId,
+		Topic:         req.Topic,
+		Partition:     req.Partition,
+		Timestamp:     -1,
+		Offset:        -1,
+		LeaderEpoch:   r.epoch,
+	}
+	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
+	if code == 0 {
+		switch ts := req.Timestamp; {
+		case ts == EarliestTimestamp:
+			resp.Offset = r.log.LogStartOffset()
+		case ts == LatestTimestamp:
+			resp.Offset = r.hw
+		case ts < 0:
+			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUEST, "timestamp must be -1 (latest), -2 (earliest) or >= 0"
+		default:
+			off, t, found, err := r.log.OffsetForTimestamp(ts)
+			switch {
+			case err != nil:
+				code, msg = codeFor(err), err.Error()
+			case found && off < r.hw:
+				resp.Offset, resp.Timestamp = off, t
+			}
+		}
+	}
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	ctx.Respond(resp)
+}
+
+func (r *Replica) onOffsetForLeaderEpoch(ctx actor.Context, req *messages.OffsetForLeaderEpochRequest) {
+	resp := &messages.OffsetForLeaderEpochResponse{
+		CorrelationId: req.CorrelationId,
+		Topic:         req.Topic,
+		Partition:     req.Partition,
+		LeaderEpoch:   -1,
+		EndOffset:     -1,
+	}
+	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
+	if code == 0 {
+		resp.LeaderEpoch, resp.EndOffset = r.log.EndOffsetForEpoch(req.LeaderEpoch)
+	}
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	ctx.Respond(resp)
+}

@@ -1,0 +1,284 @@
+// Package replica is the partition replica actor: the only writer of one
+// partition's log. As leader it takes produce requests, serves fetches (with
+// long polling) and answers list-offsets; followers (the replication issue)
+// pull from it. The actor is a thin shell: the log does the storage work,
+// and the protocol decisions that need no I/O live in plain functions and
+// structs beside it, tested without actors.
+//
+// Threading: all replica state is owned by the actor's goroutine. Timers
+// post messages back to the mailbox; they never touch state.
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+)
+
+// DefaultRetentionCheckInterval is how often retention runs
+// (log.retention.check.interval.ms).
+const DefaultRetentionCheckInterval = 5 * time.Minute
+
+// Config configures one replica.
+type Config struct {
+	Topic     string
+	Partition int32
+	// Dir is the partition's log directory.
+	Dir string
+	// Log configures the partition log.
+	Log storage.Config
+	// LeaderEpoch is the epoch the controller gave this leadership.
+	LeaderEpoch int32
+	// MinInsyncReplicas is min.insync.replicas for acks=all (default 1).
+	MinInsyncReplicas int
+	// RetentionCheckInterval is how often segments past retention are
+	// deleted (default DefaultRetentionCheckInterval).
+	RetentionCheckInterval time.Duration
+	// Metrics receives per-request observations (optional).
+	Metrics Metrics
+	// Logger (logrus.StandardLogger when nil).
+	Logger *logrus.Entry
+}
+
+// Metrics receives what the replica observes. Implementations must be safe
+// for concurrent use (many replicas share one).
+type Metrics interface {
+	Produced(topic string, partition int32, records int, bytes int, took time.Duration, code messages.ErrorCode)
+	Fetched(topic string, partition int32, bytes int, took time.Duration, code messages.ErrorCode)
+	LogEndOffset(topic string, partition int32, offset int64)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Produced(string, int32, int, int, time.Duration, messages.ErrorCode) {}
+func (noMetrics) Fetched(string, int32, int, time.Duration, messages.ErrorCode)       {}
+func (noMetrics) LogEndOffset(string, int32, int64)                                    {}
+
+// Opened is sent to the parent once the replica has opened its log (Err
+// nil) or failed to (Err set; the replica then stops).
+type Opened struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+// Internal messages.
+type (
+	fetchTimeout   struct{ id uint64 }
+	retentionTick  struct{}
+	getStateSignal struct{}
+)
+
+// State is a snapshot of a replica's offsets, for metadata and tests.
+type State struct {
+	LogStartOffset int64
+	LogEndOffset   int64
+	HighWatermark  int64
+	LeaderEpoch    int32
+	// ParkedFetches is how many long-poll fetches wait for data.
+	ParkedFetches int
+}
+
+// GetState asks a replica for its State (reply: State).
+var GetState = getStateSignal{}
+
+// Replica is the actor. Create it with Props.
+type Replica struct {
+	cfg     Config
+	log     *storage.Log
+	logger  *logrus.Entry
+	metrics Metrics
+
+	epoch int32
+	hw    int64 // high watermark: with one replica, the log end offset
+
+	waiting   map[uint64]*parkedFetch
+	nextFetch uint64
+	retention *time.Ticker
+	stopTick  chan struct{}
+}
+
+// Props returns the props of a replica actor for cfg.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return newReplica(cfg) })
+}
+
+func newReplica(cfg Config) *Replica {
+	if cfg.MinInsyncReplicas <= 0 {
+		cfg.MinInsyncReplicas = 1
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	r := &Replica{
+		cfg:     cfg,
+		metrics: cfg.Metrics,
+		epoch:   cfg.LeaderEpoch,
+		waiting: map[uint64]*parkedFetch{},
+		logger:  cfg.Logger.WithFields(logrus.Fields{"topic": cfg.Topic, "partition": cfg.Partition}),
+	}
+	if r.metrics == nil {
+		r.metrics = noMetrics{}
+	}
+	return r
+}
+
+// Receive dispatches the replica's messages.
+func (r *Replica) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		r.onStarted(ctx)
+	case *messages.ProduceRequest:
+		r.onProduce(ctx, msg)
+	case *messages.FetchRequest:
+		r.onFetch(ctx, msg)
+	case *messages.ListOffsetsRequest:
+		r.onListOffsets(ctx, msg)
+	case *messages.OffsetForLeaderEpochRequest:
+		r.onOffsetForLeaderEpoch(ctx, msg)
+	case fetchTimeout:
+		r.onFetchTimeout(ctx, msg)
+	case retentionTick:
+		r.onRetention()
+	case getStateSignal:
+		ctx.Respond(r.state())
+	case *actor.Stopping:
+		r.onStopping(ctx)
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		r.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("replica: unknown message")
+	}
+}
+
+func (r *Replica) onStarted(ctx actor.Context) {
+	l, err := storage.Open(r.cfg.Dir, withLogger(r.cfg.Log, r.logger))
+	if ctx.Parent() != nil {
+		ctx.Send(ctx.Parent(), &Opened{Topic: r.cfg.Topic, Partition: r.cfg.Partition, Err: err})
+	}
+	if err != nil {
+		r.logger.WithError(err).Error("replica: cannot open log")
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.log = l
+	r.hw = l.LogEndOffset()
+	if err := l.AssignEpoch(r.epoch, l.LogEndOffset()); err != nil {
+		r.logger.WithError(err).Error("replica: cannot record leader epoch")
+	}
+	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
+	r.stopTick = make(chan struct{})
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	t := time.NewTicker(r.cfg.RetentionCheckInterval)
+	r.retention = t
+	go func(stop <-chan struct{}) {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				root.Send(self, retentionTick{})
+			}
+		}
+	}(r.stopTick)
+	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
+}
+
+func withLogger(c storage.Config, l *logrus.Entry) storage.Config {
+	if c.Logger == nil {
+		c.Logger = l
+	}
+	return c
+}
+
+func (r *Replica) onStopping(ctx actor.Context) {
+	if r.retention != nil {
+		r.retention.Stop()
+		close(r.stopTick)
+	}
+	for id, p := range r.waiting {
+		delete(r.waiting, id)
+		p.timer.Stop()
+		ctx.Send(p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"))
+	}
+	if r.log != nil {
+		if err := r.log.Close(); err != nil {
+			r.logger.WithError(err).Error("replica: closing log")
+		}
+		r.log = nil
+	}
+}
+
+func (r *Replica) onRetention() {
+	if r.log == nil {
+		return
+	}
+	n, err := r.log.DeleteExpiredSegments(r.hw)
+	if err != nil {
+		r.logger.WithError(err).Error("replica: retention failed")
+		return
+	}
+	if n > 0 {
+		r.logger.WithFields(logrus.Fields{"segments": n, "log_start_offset": r.log.LogStartOffset()}).Info("retention deleted segments")
+	}
+}
+
+func (r *Replica) state() State {
+	if r.log == nil {
+		return State{LeaderEpoch: r.epoch, HighWatermark: r.hw, ParkedFetches: len(r.waiting)}
+	}
+	return State{LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw, LeaderEpoch: r.epoch, ParkedFetches: len(r.waiting)}
+}
+
+// checkEpoch compares a request's leader epoch with ours (-1: no check).
+func (r *Replica) checkEpoch(reqEpoch int32) (messages.ErrorCode, string) {
+	switch {
+	case reqEpoch < 0 || reqEpoch == r.epoch:
+		return messages.ErrorCode_ERROR_CODE_UNSPECIFIED, ""
+	case reqEpoch < r.epoch:
+		return messages.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH, fmt.Sprintf("request epoch %d is older than the leader's %d", reqEpoch, r.epoch)
+	default:
+		return messages.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("request epoch %d is newer than the leader's %d", reqEpoch, r.epoch)
+	}
+}
+
+// checkTarget makes sure a request is for this partition and that the log is open.
+func (r *Replica) checkTarget(topic string, partition int32, epoch int32) (messages.ErrorCode, string) {
+	if topic != r.cfg.Topic || partition != r.cfg.Partition {
+		return messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("this replica is %s-%d, not %s-%d", r.cfg.Topic, r.cfg.Partition, topic, partition)
+	}
+	if r.log == nil {
+		return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, "log not open"
+	}
+	return r.checkEpoch(epoch)
+}
+
+// codeFor maps a storage error to the error code a client gets.
+func codeFor(err error) messages.ErrorCode {
+	switch {
+	case err == nil:
+		return messages.ErrorCode_ERROR_CODE_UNSPECIFIED
+	case errors.Is(err, storage.ErrRecordTooLarge):
+		return messages.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
+	case errors.Is(err, storage.ErrCorruptLog):
+		return messages.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	case errors.Is(err, storage.ErrInvalidBatch):
+		if errors.Is(err, recordChecksum) {
+			return messages.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+		}
+		return messages.ErrorCode_ERROR_CODE_INVALID_RECORD
+	case errors.Is(err, storage.ErrClosed):
+		return messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	}
+	return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+}
