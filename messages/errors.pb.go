@@ -93,6 +93,9 @@ const (
 	ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR ErrorCode = 38
 	// A topic or partition configuration is invalid. Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_CONFIG ErrorCode = 40
+	// The host asked is not (or no longer) the controller. Retriable: ask
+	// again once the new controller is known.
+	ErrorCode_ERROR_CODE_NOT_CONTROLLER ErrorCode = 41
 	// The request is malformed (a required field is missing or out of range).
 	// Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_REQUEST ErrorCode = 42
@@ -134,6 +137,7 @@ var (
 		37: "ERROR_CODE_INVALID_PARTITIONS",
 		38: "ERROR_CODE_INVALID_REPLICATION_FACTOR",
 		40: "ERROR_CODE_INVALID_CONFIG",
+		41: "ERROR_CODE_NOT_CONTROLLER",
 		42: "ERROR_CODE_INVALID_REQUEST",
 		56: "ERROR_CODE_KAFKA_STORAGE_ERROR",
 		74: "ERROR_CODE_FENCED_LEADER_EPOCH",
@@ -162,6 +166,7 @@ var (
 		"ERROR_CODE_INVALID_PARTITIONS":               37,
 		"ERROR_CODE_INVALID_REPLICATION_FACTOR":       38,
 		"ERROR_CODE_INVALID_CONFIG":                   40,
+		"ERROR_CODE_NOT_CONTROLLER":                   41,
 		"ERROR_CODE_INVALID_REQUEST":                  42,
 		"ERROR_CODE_KAFKA_STORAGE_ERROR":              56,
 		"ERROR_CODE_FENCED_LEADER_EPOCH":              74,
@@ -201,7 +206,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xc7\a\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\xe6\a\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -224,7 +229,8 @@ const file_messages_errors_proto_rawDesc = "" +
 	"\x1fERROR_CODE_TOPIC_ALREADY_EXISTS\x10$\x12!\n" +
 	"\x1dERROR_CODE_INVALID_PARTITIONS\x10%\x12)\n" +
 	"%ERROR_CODE_INVALID_REPLICATION_FACTOR\x10&\x12\x1d\n" +
-	"\x19ERROR_CODE_INVALID_CONFIG\x10(\x12\x1e\n" +
+	"\x19ERROR_CODE_INVALID_CONFIG\x10(\x12\x1d\n" +
+	"\x19ERROR_CODE_NOT_CONTROLLER\x10)\x12\x1e\n" +
 	"\x1aERROR_CODE_INVALID_REQUEST\x10*\x12\"\n" +
 	"\x1eERROR_CODE_KAFKA_STORAGE_ERROR\x108\x12\"\n" +
 	"\x1eERROR_CODE_FENCED_LEADER_EPOCH\x10J\x12#\n" +
