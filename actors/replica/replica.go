@@ -58,7 +58,7 @@ type noMetrics struct{}
 
 func (noMetrics) Produced(string, int32, int, int, time.Duration, messages.ErrorCode) {}
 func (noMetrics) Fetched(string, int32, int, time.Duration, messages.ErrorCode)       {}
-func (noMetrics) LogEndOffset(string, int32, int64)                                    {}
+func (noMetrics) LogEndOffset(string, int32, int64)                                   {}
 
 // Opened is sent to the parent once the replica has opened its log (Err
 // nil) or failed to (Err set; the replica then stops).

@@ -1,0 +1,525 @@
+// Package broker is the per-host broker actor. It follows the cluster
+// metadata in etcd (topics and hosts, written by the controller), keeps a
+// cache of it to answer clients' metadata requests, spawns and stops the
+// partition replica actors this host leads, deletes the logs of deleted
+// topics, and forwards admin requests to the controller.
+//
+// Threading: the metadata watch runs on its own goroutine and only posts
+// events to the actor's mailbox; every field is owned by the actor.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/actors/replica"
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/messages"
+)
+
+// partitionMetadataFile records, in each partition directory, which topic
+// (by id) the log belongs to, so a directory left by a deleted topic is
+// never mistaken for a new topic of the same name (Kafka's partition.metadata).
+const partitionMetadataFile = "partition.metadata"
+
+// Config configures a broker.
+type Config struct {
+	HostID int32
+	// Address is this host's advertised remote address.
+	Address string
+	// DataDir holds one directory per partition replica.
+	DataDir string
+	Store   *cluster.Store
+	Metrics replica.Metrics
+	// AdminTimeout bounds a forwarded admin request (default 15 s).
+	AdminTimeout time.Duration
+	Logger       *logrus.Entry
+}
+
+// Drain asks the broker to stop its replicas after they have served every
+// request queued before it (replicas flush and close their logs as they
+// stop). The reply, Drained, comes once all have stopped. Sent by the host
+// on shutdown, after it stopped accepting requests.
+type Drain struct{}
+
+// Drained answers Drain.
+type Drained struct{}
+
+// Internal messages.
+type (
+	metadataSnapshot struct {
+		topics []*messages.TopicMetadata
+		hosts  []*messages.HostInfo
+	}
+	topicChanged struct {
+		name  string
+		topic *messages.TopicMetadata // nil when deleted
+	}
+	hostChanged struct {
+		id   int32
+		host *messages.HostInfo // nil when gone
+	}
+	replicaStopped struct {
+		key    tp
+		remove bool
+	}
+)
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+type running struct {
+	pid     *actor.PID
+	epoch   int32
+	topicID string
+	configs map[string]string
+}
+
+// Broker is the actor; create it with Props.
+type Broker struct {
+	cfg    Config
+	logger *logrus.Entry
+
+	topics   map[string]*messages.TopicMetadata
+	hosts    map[int32]*messages.HostInfo
+	replicas map[tp]*running
+	stopping map[tp]bool
+	synced   bool
+
+	cancel context.CancelFunc
+}
+
+// Props returns the broker's props.
+func Props(cfg Config) *actor.Props {
+	if cfg.AdminTimeout <= 0 {
+		cfg.AdminTimeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Broker{
+			cfg:      cfg,
+			logger:   cfg.Logger.WithField("component", "broker"),
+			topics:   map[string]*messages.TopicMetadata{},
+			hosts:    map[int32]*messages.HostInfo{},
+			replicas: map[tp]*running{},
+			stopping: map[tp]bool{},
+		}
+	})
+}
+
+// Receive dispatches the broker's messages.
+func (b *Broker) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		b.onStarted(ctx)
+	case metadataSnapshot:
+		b.onSnapshot(ctx, msg)
+	case topicChanged:
+		b.onTopicChanged(ctx, msg)
+	case hostChanged:
+		b.onHostChanged(msg)
+	case replicaStopped:
+		b.onReplicaStopped(ctx, msg)
+	case *replica.Opened:
+		if msg.Err != nil {
+			b.logger.WithError(msg.Err).WithFields(logrus.Fields{"topic": msg.Topic, "partition": msg.Partition}).Error("replica failed to open its log")
+		}
+	case *Drain:
+		b.onDrain(ctx)
+	case *messages.MetadataRequest:
+		ctx.Respond(b.metadata(msg))
+	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
+		b.forwardAdmin(ctx, msg.(proto.Message))
+	case *actor.Stopping:
+		if b.cancel != nil {
+			b.cancel()
+		}
+	case *actor.Stopped, *actor.Restarting, *actor.Terminated:
+	default:
+		b.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("broker: unknown message")
+	}
+}
+
+func (b *Broker) onStarted(ctx actor.Context) {
+	wctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go b.follow(wctx, func(m any) { root.Send(self, m) })
+}
+
+// follow lists the metadata, posts a snapshot, then posts every change; on
+// a watch failure (e.g. compaction) it starts over with a new snapshot.
+func (b *Broker) follow(ctx context.Context, post func(any)) {
+	for ctx.Err() == nil {
+		topics, rev, err := b.cfg.Store.ListTopics(ctx)
+		var hosts []*messages.HostInfo
+		if err == nil {
+			hosts, err = b.cfg.Store.ListHosts(ctx)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				b.logger.WithError(err).Warn("listing metadata failed; retrying")
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		post(metadataSnapshot{topics: topics, hosts: hosts})
+		tch := b.cfg.Store.WatchTopics(ctx, rev)
+		hch := b.cfg.Store.WatchHosts(ctx, rev)
+		b.relay(ctx, tch, hch, post)
+	}
+}
+
+func (b *Broker) relay(ctx context.Context, tch <-chan cluster.TopicEvent, hch <-chan cluster.HostEvent, post func(any)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-tch:
+			if !ok || ev.Err != nil {
+				if ctx.Err() == nil {
+					b.logger.WithError(ev.Err).Warn("topic watch ended; re-listing")
+				}
+				return
+			}
+			if ev.Type == cluster.EventDelete {
+				post(topicChanged{name: ev.Name})
+			} else {
+				post(topicChanged{name: ev.Name, topic: ev.Topic})
+			}
+		case ev, ok := <-hch:
+			if !ok || ev.Err != nil {
+				if ctx.Err() == nil {
+					b.logger.WithError(ev.Err).Warn("host watch ended; re-listing")
+				}
+				return
+			}
+			if ev.Type == cluster.EventDelete {
+				post(hostChanged{id: ev.HostID})
+			} else {
+				post(hostChanged{id: ev.HostID, host: ev.Host})
+			}
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
+	known := map[string]bool{}
+	for _, t := range s.topics {
+		known[t.Name] = true
+		b.topics[t.Name] = t
+	}
+	for name := range b.topics {
+		if !known[name] {
+			delete(b.topics, name)
+		}
+	}
+	b.hosts = map[int32]*messages.HostInfo{}
+	for _, h := range s.hosts {
+		b.hosts[h.HostId] = h
+	}
+	if !b.synced {
+		b.synced = true
+		b.removeStrayDirs()
+	}
+	b.reconcile(ctx)
+}
+
+func (b *Broker) onTopicChanged(ctx actor.Context, m topicChanged) {
+	if m.topic == nil {
+		delete(b.topics, m.name)
+	} else {
+		b.topics[m.name] = m.topic
+	}
+	b.reconcile(ctx)
+}
+
+func (b *Broker) onHostChanged(m hostChanged) {
+	if m.host == nil {
+		delete(b.hosts, m.id)
+		return
+	}
+	b.hosts[m.id] = m.host
+}
+
+// reconcile makes the running replicas match the metadata: spawn what this
+// host should lead, restart replicas whose epoch or config changed, and stop
+// (removing their logs) replicas of deleted topics.
+func (b *Broker) reconcile(ctx actor.Context) {
+	want := map[tp]bool{}
+	for _, t := range b.topics {
+		for _, p := range t.Partitions {
+			if p.Leader != b.cfg.HostID {
+				continue
+			}
+			key := tp{t.Name, p.Partition}
+			want[key] = true
+			r, ok := b.replicas[key]
+			switch {
+			case b.stopping[key]:
+				// Spawned again once the old one has stopped.
+			case !ok:
+				b.spawnReplica(ctx, t, p)
+			case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
+				b.stopReplica(ctx, key, r.topicID != t.TopicId)
+			}
+		}
+	}
+	for key := range b.replicas {
+		if !want[key] && !b.stopping[key] {
+			_, exists := b.topics[key.topic]
+			b.stopReplica(ctx, key, !exists)
+		}
+	}
+}
+
+func sameConfigs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Broker) partitionDir(key tp) string {
+	return filepath.Join(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
+}
+
+func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) {
+	key := tp{t.Name, p.Partition}
+	log := b.logger.WithFields(logrus.Fields{"topic": t.Name, "partition": p.Partition})
+	scfg, err := cluster.StorageConfig(t.Configs)
+	if err != nil {
+		log.WithError(err).Error("topic configs invalid; replica not started")
+		return
+	}
+	minISR, err := cluster.MinInsyncReplicas(t.Configs)
+	if err != nil {
+		log.WithError(err).Error("topic configs invalid; replica not started")
+		return
+	}
+	dir := b.partitionDir(key)
+	if err := b.claimDir(dir, t.TopicId); err != nil {
+		log.WithError(err).Error("cannot prepare partition directory; replica not started")
+		return
+	}
+	pid, err := ctx.SpawnNamed(replica.Props(replica.Config{
+		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
+		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
+		Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
+	}), messages.ReplicaActorName(t.Name, p.Partition))
+	if err != nil {
+		log.WithError(err).Error("cannot spawn replica")
+		return
+	}
+	b.replicas[key] = &running{pid: pid, epoch: p.LeaderEpoch, topicID: t.TopicId, configs: t.Configs}
+}
+
+// claimDir creates a partition directory for topicID, wiping one that
+// belongs to an older topic of the same name.
+func (b *Broker) claimDir(dir, topicID string) error {
+	meta := filepath.Join(dir, partitionMetadataFile)
+	raw, err := os.ReadFile(meta)
+	switch {
+	case err == nil && strings.TrimSpace(string(raw)) == "topic_id: "+topicID:
+		return nil
+	case err == nil:
+		b.logger.WithField("dir", dir).Warn("removing a partition directory left by a deleted topic of the same name")
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove stale %s: %w", dir, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("read %s: %w", meta, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.WriteFile(meta, []byte("topic_id: "+topicID+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", meta, err)
+	}
+	return nil
+}
+
+func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
+	r := b.replicas[key]
+	b.stopping[key] = true
+	ctx.ReenterAfter(ctx.StopFuture(r.pid), func(_ any, err error) {
+		if err != nil {
+			b.logger.WithError(err).WithField("topic", key.topic).Warn("waiting for replica to stop")
+		}
+		ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
+	})
+}
+
+func (b *Broker) onReplicaStopped(ctx actor.Context, m replicaStopped) {
+	delete(b.replicas, m.key)
+	delete(b.stopping, m.key)
+	if m.remove {
+		dir := b.partitionDir(m.key)
+		if err := os.RemoveAll(dir); err != nil {
+			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove deleted partition's log")
+		} else {
+			b.logger.WithFields(logrus.Fields{"topic": m.key.topic, "partition": m.key.partition}).Info("removed deleted partition's log")
+		}
+	}
+	b.reconcile(ctx)
+}
+
+// removeStrayDirs deletes partition directories of topics that no longer
+// exist (deleted while this host was down). Called once, after the first
+// snapshot.
+func (b *Broker) removeStrayDirs() {
+	entries, err := os.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			b.logger.WithError(err).Warn("cannot list data dir")
+		}
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		meta := filepath.Join(b.cfg.DataDir, e.Name(), partitionMetadataFile)
+		raw, err := os.ReadFile(meta)
+		if err != nil {
+			continue // not a partition directory of ours
+		}
+		id := strings.TrimPrefix(strings.TrimSpace(string(raw)), "topic_id: ")
+		if b.topicIDExists(id) {
+			continue
+		}
+		dir := filepath.Join(b.cfg.DataDir, e.Name())
+		if err := os.RemoveAll(dir); err != nil {
+			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove stray partition directory")
+			continue
+		}
+		b.logger.WithField("dir", dir).Info("removed partition directory of a deleted topic")
+	}
+}
+
+func (b *Broker) topicIDExists(id string) bool {
+	for _, t := range b.topics {
+		if t.TopicId == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Broker) onDrain(ctx actor.Context) {
+	sender := ctx.Sender()
+	if b.cancel != nil {
+		b.cancel() // no new replicas from metadata changes
+	}
+	var futures []*actor.Future
+	for key, r := range b.replicas {
+		futures = append(futures, ctx.PoisonFuture(r.pid))
+		delete(b.replicas, key)
+	}
+	root, logger := ctx.ActorSystem().Root, b.logger
+	go func() {
+		for _, f := range futures {
+			if err := f.Wait(); err != nil {
+				logger.WithError(err).Warn("waiting for a replica to drain")
+			}
+		}
+		if sender != nil {
+			root.Send(sender, &Drained{})
+		}
+	}()
+}
+
+// metadata answers a MetadataRequest from the cache.
+func (b *Broker) metadata(req *messages.MetadataRequest) *messages.MetadataResponse {
+	resp := &messages.MetadataResponse{CorrelationId: req.CorrelationId, ControllerId: -1}
+	ids := make([]int32, 0, len(b.hosts))
+	for id := range b.hosts {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		resp.Hosts = append(resp.Hosts, b.hosts[id])
+	}
+	names := req.Topics
+	if len(names) == 0 {
+		for name := range b.topics {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+	}
+	for _, name := range names {
+		t, ok := b.topics[name]
+		if !ok {
+			code := messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			if cluster.ValidateTopicName(name) != nil {
+				code = messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION
+			}
+			resp.Topics = append(resp.Topics, &messages.TopicMetadataResponse{Name: name, ErrorCode: code})
+			continue
+		}
+		tr := &messages.TopicMetadataResponse{Name: name, Configs: t.Configs, ReplicationFactor: t.ReplicationFactor}
+		for _, p := range t.Partitions {
+			pm := &messages.PartitionMetadata{
+				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, Isr: p.Isr, ReplicaActorId: messages.ReplicaActorID(name, p.Partition),
+			}
+			if h, ok := b.hosts[p.Leader]; ok {
+				pm.LeaderAddress = h.AdvertisedAddress
+			} else {
+				pm.ErrorCode = messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE
+			}
+			tr.Partitions = append(tr.Partitions, pm)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp
+}
+
+// forwardAdmin passes an admin request to this host's controller actor,
+// which acts on it or forwards it to the elected controller.
+func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	controller := actor.NewPID(b.cfg.Address, messages.ControllerActorID)
+	ctx.ReenterAfter(ctx.RequestFuture(controller, msg, b.cfg.AdminTimeout), func(res any, err error) {
+		if err != nil {
+			ctx.Send(sender, &messages.AdminResponse{
+				ErrorCode:    messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
+				ErrorMessage: fmt.Sprintf("controller did not answer: %v", err),
+			})
+			return
+		}
+		ctx.Send(sender, res)
+	})
+}

@@ -1,0 +1,241 @@
+// Package client is the connection a Go app (or the CLI) holds to an
+// actorlog cluster: its own actor system and remote endpoint (replies come
+// back to it), a bootstrap list of host addresses, metadata lookups, and the
+// blocking admin calls. Producer and consumer actors (actors/producer,
+// actors/consumer) run in the same actor system.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/messages"
+)
+
+// ErrUnreachable means no bootstrap host answered.
+var ErrUnreachable = errors.New("client: no host reachable")
+
+// Config configures a Client. Bootstrap is required.
+type Config struct {
+	// Bootstrap lists host addresses ("host:port") to ask for metadata.
+	Bootstrap []string
+	// Listen is where the client's own endpoint listens (default: port 0
+	// on the local address that routes to the first bootstrap host).
+	Listen string
+	// RequestTimeout bounds one request/response exchange (default 10 s).
+	RequestTimeout time.Duration
+	// Logger (logrus.StandardLogger when nil).
+	Logger *logrus.Entry
+}
+
+// Client is a connection to a cluster. Safe for concurrent use.
+type Client struct {
+	cfg    Config
+	system *actor.ActorSystem
+	remote *remote.Remote
+	logger *logrus.Entry
+	corr   atomic.Int64
+}
+
+// New starts the client's actor system and remote endpoint. It does not
+// contact the cluster; the first request does.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("client: empty bootstrap list")
+	}
+	for _, a := range cfg.Bootstrap {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("client: bootstrap address %q: %w", a, err)
+		}
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = net.JoinHostPort(localIPFor(cfg.Bootstrap[0]), "0")
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return NewSlogLogger(cfg.Logger.WithField("component", "protoactor"))
+	}))
+	rc, err := RemoteConfig(cfg.Listen, "")
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	r, err := StartRemote(system, rc)
+	if err != nil {
+		system.Shutdown()
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return &Client{cfg: cfg, system: system, remote: r, logger: cfg.Logger}, nil
+}
+
+// localIPFor returns the local IP that routes to addr (loopback for a
+// loopback host), so hosts can reach the client's endpoint.
+func localIPFor(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
+		return "127.0.0.1"
+	}
+	c, err := net.Dial("udp", addr) // no packet is sent
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// System is the client's actor system, for spawning producers and consumers.
+func (c *Client) System() *actor.ActorSystem { return c.system }
+
+// Logger is the client's logger.
+func (c *Client) Logger() *logrus.Entry { return c.logger }
+
+// RequestTimeout is the per-request timeout.
+func (c *Client) RequestTimeout() time.Duration { return c.cfg.RequestTimeout }
+
+// NextCorrelationID returns a fresh correlation id.
+func (c *Client) NextCorrelationID() int64 { return c.corr.Add(1) }
+
+// Close stops the client's endpoint and actor system.
+func (c *Client) Close() {
+	c.remote.Shutdown(true)
+	c.system.Shutdown()
+}
+
+// Request sends msg to pid and waits for the reply (bounded by ctx and the
+// request timeout).
+func (c *Client) Request(ctx context.Context, pid *actor.PID, msg proto.Message) (any, error) {
+	timeout := c.cfg.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	res, err := c.system.Root.RequestFuture(pid, msg, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("client: %T to %s: %w", msg, pid.Address, err)
+	}
+	return res, nil
+}
+
+// bootstrapRequest sends msg to the actor id on the first bootstrap host
+// that accepts a TCP connection and answers.
+func (c *Client) bootstrapRequest(ctx context.Context, id string, msg proto.Message) (any, error) {
+	var errs []string
+	for _, addr := range c.cfg.Bootstrap {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if err := conn.Close(); err != nil {
+			c.logger.WithError(err).Debug("closing probe connection")
+		}
+		res, err := c.Request(ctx, actor.NewPID(addr, id), msg)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		return res, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnreachable, strings.Join(errs, "; "))
+}
+
+// Metadata asks a bootstrap host for the metadata of topics (all when none).
+func (c *Client) Metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error) {
+	res, err := c.bootstrapRequest(ctx, messages.BrokerActorID, &messages.MetadataRequest{Topics: topics, CorrelationId: c.NextCorrelationID()})
+	if err != nil {
+		return nil, err
+	}
+	md, ok := res.(*messages.MetadataResponse)
+	if !ok {
+		return nil, fmt.Errorf("client: unexpected metadata reply %T", res)
+	}
+	return md, nil
+}
+
+// admin sends an admin request to a bootstrap host's broker (which
+// forwards it to the controller) and checks the reply.
+func (c *Client) admin(ctx context.Context, msg proto.Message) (*messages.TopicMetadata, error) {
+	res, err := c.bootstrapRequest(ctx, messages.BrokerActorID, msg)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.AdminResponse)
+	if !ok {
+		return nil, fmt.Errorf("client: unexpected admin reply %T", res)
+	}
+	if err := resp.ErrorCode.Err(resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	return resp.Topic, nil
+}
+
+// CreateTopic creates a topic.
+func (c *Client) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) (*messages.TopicMetadata, error) {
+	return c.admin(ctx, &messages.CreateTopicRequest{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs, CorrelationId: c.NextCorrelationID()})
+}
+
+// DeleteTopic deletes a topic and its data.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	_, err := c.admin(ctx, &messages.DeleteTopicRequest{Name: name, CorrelationId: c.NextCorrelationID()})
+	return err
+}
+
+// CreatePartitions grows a topic to total partitions.
+func (c *Client) CreatePartitions(ctx context.Context, name string, total int32) (*messages.TopicMetadata, error) {
+	return c.admin(ctx, &messages.CreatePartitionsRequest{Name: name, Total: total, CorrelationId: c.NextCorrelationID()})
+}
+
+// AlterTopicConfigs replaces a topic's config overrides.
+func (c *Client) AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) (*messages.TopicMetadata, error) {
+	return c.admin(ctx, &messages.AlterTopicConfigsRequest{Name: name, Configs: configs, CorrelationId: c.NextCorrelationID()})
+}
+
+// LeaderPID returns the PID of a partition's leader replica from metadata.
+func LeaderPID(p *messages.PartitionMetadata) (*actor.PID, error) {
+	if err := p.ErrorCode.Err("partition " + fmt.Sprint(p.Partition) + " has no leader"); err != nil {
+		return nil, err
+	}
+	if p.LeaderAddress == "" {
+		return nil, messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE.Err(fmt.Sprintf("partition %d has no leader", p.Partition))
+	}
+	return actor.NewPID(p.LeaderAddress, p.ReplicaActorId), nil
+}
+
+// ListOffsets asks a partition's leader for the offset at ts (-1 latest, -2
+// earliest, or a timestamp in ms).
+func (c *Client) ListOffsets(ctx context.Context, p *messages.PartitionMetadata, topic string, ts int64) (*messages.ListOffsetsResponse, error) {
+	pid, err := LeaderPID(p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Request(ctx, pid, &messages.ListOffsetsRequest{Topic: topic, Partition: p.Partition, Timestamp: ts, CurrentLeaderEpoch: p.LeaderEpoch, CorrelationId: c.NextCorrelationID()})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.ListOffsetsResponse)
+	if !ok {
+		return nil, fmt.Errorf("client: unexpected list-offsets reply %T", res)
+	}
+	return resp, resp.ErrorCode.Err(resp.ErrorMessage)
+}

@@ -1,0 +1,65 @@
+// remote.go: the protoactor remote settings every actorlog process uses,
+// host or client (DESIGN §8): gRPC message limits well above the largest
+// request, a small endpoint-writer batch, insecure transport credentials
+// (set explicitly, because WithDialOptions replaces protoactor's defaults),
+// and a Start that reports a listen failure as an error instead of a panic.
+
+package client
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// MaxWireMessage is the gRPC message limit on both sides. Requests and
+// responses are kept well below it (fetches ask for at most MaxFetchBytes).
+const MaxWireMessage = 128 << 20
+
+// MaxFetchBytes caps the bytes one fetch response may carry.
+const MaxFetchBytes = 32 << 20
+
+// RemoteConfig returns the remote configuration for an endpoint listening on
+// listen ("host:port", port 0 for any) and advertised as advertise (empty:
+// the listen address).
+func RemoteConfig(listen, advertise string) (*remote.Config, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("listen address %q: bad port", listen)
+	}
+	opts := []remote.ConfigOption{
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(MaxWireMessage), grpc.MaxSendMsgSize(MaxWireMessage)),
+		remote.WithDialOptions(
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage)),
+		),
+		remote.WithEndpointWriterBatchSize(64),
+		remote.WithEndpointWriterQueueSize(100_000),
+	}
+	if advertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(advertise))
+	}
+	return remote.Configure(host, port, opts...), nil
+}
+
+// StartRemote starts a remote endpoint for system, turning protoactor's
+// panic on a listen failure into an error.
+func StartRemote(system *actor.ActorSystem, cfg *remote.Config) (r *remote.Remote, err error) {
+	r = remote.NewRemote(system, cfg)
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("start remote on %s: %v", cfg.Address(), p)
+		}
+	}()
+	r.Start()
+	return r, nil
+}

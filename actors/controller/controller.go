@@ -1,0 +1,331 @@
+// Package controller is the controller actor: a cluster singleton whose
+// authority is an etcd election (DESIGN §5). Every host runs one; the one
+// that wins the election acts, the others wait in Campaign as standbys and
+// forward admin requests to the winner. The winner's controller epoch is its
+// election key's create revision; every metadata write is fenced on it, so a
+// controller that lost its etcd session can no longer change anything.
+//
+// Admin requests (create/delete topic, add partitions, alter configs) are
+// validated here, then written to etcd; brokers follow etcd and act.
+//
+// Threading: the campaign runs on its own goroutine and only posts
+// messages; all state is owned by the actor. Admin requests block the
+// actor on etcd for at most RequestTimeout, which is fine for their rate.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/messages"
+)
+
+// Config configures a controller actor.
+type Config struct {
+	HostID int32
+	// Address is this host's advertised remote address (the election value,
+	// so standbys know where to forward).
+	Address string
+	Store   *cluster.Store
+	// SessionTTL is the etcd session TTL of the election (default 10 s).
+	SessionTTL time.Duration
+	// RequestTimeout bounds one admin request's etcd work (default 10 s).
+	RequestTimeout time.Duration
+	// MaxReplicationFactor is the largest replication factor accepted
+	// (default 1 until replication exists).
+	MaxReplicationFactor int32
+	Logger               *logrus.Entry
+}
+
+type (
+	elected struct {
+		fence cluster.Fence
+	}
+	deposed struct{}
+)
+
+// Controller is the actor; create it with Props.
+type Controller struct {
+	cfg    Config
+	logger *logrus.Entry
+	fence  *cluster.Fence // set while this host is the controller
+	cancel context.CancelFunc
+}
+
+// Props returns the controller's props.
+func Props(cfg Config) *actor.Props {
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 10 * time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.MaxReplicationFactor <= 0 {
+		cfg.MaxReplicationFactor = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Controller{cfg: cfg, logger: cfg.Logger.WithField("component", "controller")}
+	})
+}
+
+// Receive dispatches the controller's messages.
+func (c *Controller) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		cctx, cancel := context.WithCancel(context.Background())
+		c.cancel = cancel
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		go c.campaign(cctx, func(m any) { root.Send(self, m) })
+	case elected:
+		f := msg.fence
+		c.fence = &f
+		c.logger.WithFields(logrus.Fields{"controller_epoch": f.Epoch, "host": c.cfg.HostID}).Info("this host is now the controller")
+	case deposed:
+		if c.fence != nil {
+			c.logger.WithField("controller_epoch", c.fence.Epoch).Warn("lost the controller election session; standing by")
+		}
+		c.fence = nil
+	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
+		c.onAdmin(ctx, msg.(proto.Message))
+	case *actor.Stopping:
+		if c.cancel != nil {
+			c.cancel()
+		}
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("controller: unknown message")
+	}
+}
+
+// campaign wins the election (waiting as a standby until then), reports
+// it, waits for the session to end, reports that, and starts over.
+func (c *Controller) campaign(ctx context.Context, post func(any)) {
+	for ctx.Err() == nil {
+		el, err := c.cfg.Store.NewElection(ctx, c.cfg.SessionTTL)
+		if err != nil {
+			c.logger.WithError(err).Warn("cannot start an election session; retrying")
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		fence, err := el.Campaign(ctx, c.cfg.Address)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.logger.WithError(err).Warn("campaign failed; retrying")
+				sleepCtx(ctx, time.Second)
+			}
+			c.closeElection(el)
+			continue
+		}
+		post(elected{fence: fence})
+		select {
+		case <-el.Done():
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := el.Resign(rctx); err != nil {
+				c.logger.WithError(err).Debug("resigning the controller election")
+			}
+			cancel()
+		}
+		post(deposed{})
+		c.closeElection(el)
+	}
+}
+
+func (c *Controller) closeElection(el *cluster.Election) {
+	if err := el.Close(); err != nil {
+		c.logger.WithError(err).Debug("closing election session")
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+type correlated interface{ GetCorrelationId() int64 }
+
+func (c *Controller) onAdmin(ctx actor.Context, msg proto.Message) {
+	corr := msg.(correlated).GetCorrelationId()
+	if c.fence == nil {
+		c.forward(ctx, msg, corr)
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	defer cancel()
+	var topic *messages.TopicMetadata
+	var err error
+	switch m := msg.(type) {
+	case *messages.CreateTopicRequest:
+		topic, err = c.createTopic(rctx, m)
+	case *messages.DeleteTopicRequest:
+		err = c.cfg.Store.DeleteTopic(rctx, *c.fence, m.Name)
+	case *messages.CreatePartitionsRequest:
+		topic, err = c.createPartitions(rctx, m)
+	case *messages.AlterTopicConfigsRequest:
+		topic, err = c.alterConfigs(rctx, m)
+	}
+	resp := &messages.AdminResponse{CorrelationId: corr, Topic: topic}
+	if err != nil {
+		resp.Topic = nil
+		resp.ErrorCode, resp.ErrorMessage = codeFor(err), err.Error()
+		c.logger.WithError(err).WithField("request", fmt.Sprintf("%T", msg)).Info("admin request refused")
+	}
+	ctx.Respond(resp)
+}
+
+// forward sends an admin request to the elected controller's host.
+func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
+	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	addr, err := c.leaderAddress(rctx)
+	cancel()
+	if err != nil || addr == "" || addr == c.cfg.Address {
+		ctx.Respond(&messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER,
+			ErrorMessage: fmt.Sprintf("no controller elected yet (%v)", err)})
+		return
+	}
+	sender := ctx.Sender()
+	ctx.ReenterAfter(ctx.RequestFuture(actor.NewPID(addr, messages.ControllerActorID), msg, c.cfg.RequestTimeout), func(res any, err error) {
+		if err != nil {
+			res = &messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
+				ErrorMessage: fmt.Sprintf("controller at %s did not answer: %v", addr, err)}
+		}
+		ctx.Send(sender, res)
+	})
+}
+
+// leaderAddress is the elected controller's address (its campaign value).
+func (c *Controller) leaderAddress(ctx context.Context) (string, error) {
+	addr, _, err := c.cfg.Store.Controller(ctx)
+	return addr, err
+}
+
+func (c *Controller) liveHosts(ctx context.Context) ([]int32, error) {
+	hosts, err := c.cfg.Store.ListHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int32, 0, len(hosts))
+	for _, h := range hosts {
+		ids = append(ids, h.HostId)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+func (c *Controller) createTopic(ctx context.Context, m *messages.CreateTopicRequest) (*messages.TopicMetadata, error) {
+	if err := cluster.ValidateTopicName(m.Name); err != nil {
+		return nil, err
+	}
+	if m.Partitions < 1 {
+		return nil, fmt.Errorf("%w: %d partitions (need at least 1)", cluster.ErrInvalidPartitions, m.Partitions)
+	}
+	if m.ReplicationFactor < 1 {
+		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor)
+	}
+	if m.ReplicationFactor > c.cfg.MaxReplicationFactor {
+		return nil, fmt.Errorf("%w: replication factor %d: this version replicates nothing yet, so only %d is accepted", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor, c.cfg.MaxReplicationFactor)
+	}
+	if err := cluster.ValidateTopicConfigs(m.Configs); err != nil {
+		return nil, err
+	}
+	hosts, err := c.liveHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	assign, err := cluster.AssignReplicas(hosts, int(m.Partitions), int(m.ReplicationFactor), -1)
+	if err != nil {
+		return nil, err
+	}
+	t := &messages.TopicMetadata{Name: m.Name, TopicId: cluster.NewTopicID(), Configs: m.Configs, ReplicationFactor: m.ReplicationFactor}
+	for i, replicas := range assign {
+		t.Partitions = append(t.Partitions, newPartition(int32(i), replicas))
+	}
+	if err := c.cfg.Store.CreateTopic(ctx, *c.fence, t); err != nil {
+		return nil, err
+	}
+	c.logger.WithFields(logrus.Fields{"topic": m.Name, "partitions": m.Partitions, "replication_factor": m.ReplicationFactor}).Info("created topic")
+	return t, nil
+}
+
+func newPartition(i int32, replicas []int32) *messages.PartitionState {
+	return &messages.PartitionState{Partition: i, Replicas: replicas, Leader: replicas[0], Isr: append([]int32(nil), replicas...)}
+}
+
+func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePartitionsRequest) (*messages.TopicMetadata, error) {
+	t, rev, err := c.cfg.Store.GetTopic(ctx, m.Name)
+	if err != nil {
+		return nil, err
+	}
+	have := int32(len(t.Partitions))
+	if m.Total <= have {
+		return nil, fmt.Errorf("%w: topic %q has %d partitions; the new total %d must be larger", cluster.ErrInvalidPartitions, m.Name, have, m.Total)
+	}
+	hosts, err := c.liveHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	assign, err := cluster.AssignReplicas(hosts, int(m.Total-have), int(t.ReplicationFactor), int(have))
+	if err != nil {
+		return nil, err
+	}
+	for i, replicas := range assign {
+		t.Partitions = append(t.Partitions, newPartition(have+int32(i), replicas))
+	}
+	if err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicConfigsRequest) (*messages.TopicMetadata, error) {
+	if err := cluster.ValidateTopicConfigs(m.Configs); err != nil {
+		return nil, err
+	}
+	t, rev, err := c.cfg.Store.GetTopic(ctx, m.Name)
+	if err != nil {
+		return nil, err
+	}
+	t.Configs = m.Configs
+	if err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// codeFor maps a cluster error to the code a client gets.
+func codeFor(err error) messages.ErrorCode {
+	switch {
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION
+	case errors.Is(err, cluster.ErrTopicExists):
+		return messages.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+	case errors.Is(err, cluster.ErrInvalidPartitions):
+		return messages.ErrorCode_ERROR_CODE_INVALID_PARTITIONS
+	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		return messages.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR
+	case errors.Is(err, cluster.ErrInvalidConfig):
+		return messages.ErrorCode_ERROR_CODE_INVALID_CONFIG
+	case errors.Is(err, cluster.ErrNotController):
+		return messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER
+	case errors.Is(err, context.DeadlineExceeded):
+		return messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
+	}
+	return messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR
+}

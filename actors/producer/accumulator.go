@@ -1,0 +1,686 @@
+// This file holds the Accumulator, the producer's per-partition batching in
+// the manner of Kafka's RecordAccumulator: records are encoded into one
+// open RecordBatch v2 per partition, closed batches wait in a per-partition
+// queue, and the shell is told which batches to send, when to wake up, and
+// what became of each record.
+
+package producer
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// BatchID names one send of a batch. Every send gets a new ID, a retry
+// included, so results for an earlier send of the same batch (a late answer
+// to a request that timed out) are recognised and ignored. IDs are positive
+// and increase; the shell may use them as the ProduceRequest's
+// correlation_id.
+type BatchID int64
+
+// AppendResult tells the shell what an Append did besides buffering the
+// record.
+type AppendResult struct {
+	// NewBatch: the record opened a new batch, whose linger deadline the
+	// shell's timer must cover (see NextDeadline).
+	NewBatch bool
+	// BatchFull: a batch of the partition was closed (it is full, or the
+	// record did not fit in it) and may be sent now: call Ready.
+	BatchFull bool
+}
+
+// ReadyBatch is a batch to send now, as returned by Ready.
+type ReadyBatch struct {
+	// ID names this send; pass it to Complete or Retry with the outcome.
+	ID BatchID
+	// TopicPartition is the batch's partition.
+	TopicPartition TopicPartition
+	// Bytes is exactly one RecordBatch v2 with base offset 0 and leader
+	// epoch -1. A retry sends the same slice. The receiver may stamp the
+	// base offset and leader epoch (outside the CRC) but must not change
+	// anything else. The Accumulator drops its reference when the batch is
+	// completed or failed; it never writes to it after Ready.
+	Bytes []byte
+	// Records is the number of records in the batch.
+	Records int
+	// Reports are the report values of the batch's records, in order.
+	// Read-only, and valid only until the batch is completed or failed:
+	// the Accumulator reuses the slice.
+	Reports []any
+	// Attempt counts the sends of this batch: 1 the first time.
+	Attempt int
+}
+
+// Delivery is the outcome of one record, in the order of the records of its
+// batch (and so of its partition).
+type Delivery struct {
+	// Report is the value passed to Append with the record.
+	Report any
+	// TopicPartition is the record's partition.
+	TopicPartition TopicPartition
+	// Offset is the record's offset: the batch's base offset plus the
+	// record's index in the batch; -1 when Err is set or the base offset is
+	// unknown (acks=0).
+	Offset int64
+	// Err is why the record failed, nil on success.
+	Err error
+}
+
+// batch is one batch: open (being appended to, b != nil), queued (closed,
+// waiting to be sent), or in flight (id != 0).
+type batch struct {
+	part     *partition
+	seq      uint64          // creation order; queues are kept in seq order
+	b        *record.Builder // while open
+	size     int             // buffered bytes: HeaderSize + encoded records
+	firstTS  int64           // first record's timestamp (the builder's base)
+	reports  []any           // one per record; len is the record count
+	bytes    []byte          // the encoded batch, once closed
+	created  time.Time       // linger and delivery timeout count from here
+	attempts int             // sends so far
+	retryAt  time.Time       // not sent again before this
+	sentAt   time.Time       // the last send
+	id       BatchID         // the current send, 0 when not in flight
+}
+
+// partition is the state of one partition.
+//
+// Invariants: queue is sorted by seq; every batch of inflight has a non-zero
+// id registered in Accumulator.inflight; len(inflight) <= MaxInFlight
+// unless MaxInFlight was lowered (it cannot be).
+type partition struct {
+	tp       TopicPartition
+	open     *batch
+	queue    []*batch // closed, not in flight; head goes first
+	inflight []*batch // sent, not answered; in send order
+	paused   bool
+}
+
+// Accumulator batches records per partition and tracks every batch until
+// its records are delivered or failed. It does no I/O and keeps no timers:
+// every method that depends on time takes the current time, which must
+// never go backwards.
+//
+// Memory: BufferedBytes counts each batch's uncompressed size from its first
+// record until it is completed, failed or aborted. Steady-state Append
+// allocates nothing (builders, batch structs and report slices are reused);
+// each closed batch allocates its encoded bytes, and each Complete its
+// Delivery slice.
+//
+// The zero Accumulator is not usable; call NewAccumulator. An Accumulator is
+// not safe for concurrent use: it is owned by the producer actor.
+type Accumulator struct {
+	cfg Config
+
+	parts []*partition // in creation order: Ready serves them in this order
+	index map[TopicPartition]*partition
+	last  *partition // the partition of the last Append, a cache
+
+	inflight map[BatchID]*batch
+	nextID   BatchID
+	nextSeq  uint64
+
+	used      int  // buffered bytes
+	pending   int  // records appended, not yet delivered
+	exhausted bool // an append failed for memory: send every batch now
+
+	broken []brokenBatch // batches that failed to encode, for Expire
+
+	freeBatches  []*batch
+	freeBuilders []*record.Builder
+	ready        []ReadyBatch // Ready's result, reused
+}
+
+// brokenBatch is a batch that could not be encoded, and why.
+type brokenBatch struct {
+	b   *batch
+	err error
+}
+
+// NewAccumulator returns an empty Accumulator. Zero fields of cfg take the
+// defaults (see Config); the result is validated once, and an invalid
+// config fails with an error wrapping ErrInvalidConfig.
+func NewAccumulator(cfg Config) (*Accumulator, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Accumulator{
+		cfg:      cfg,
+		index:    make(map[TopicPartition]*partition),
+		inflight: make(map[BatchID]*batch),
+	}, nil
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (a *Accumulator) Config() Config { return a.cfg }
+
+// Pending is the number of records appended and not yet delivered (open,
+// queued or in flight).
+func (a *Accumulator) Pending() int { return a.pending }
+
+// BufferedBytes is the memory counted against BufferMemory: the uncompressed
+// size of every batch not yet completed.
+func (a *Accumulator) BufferedBytes() int { return a.used }
+
+// Append adds rec to tp's open batch, opening one if needed, and remembers
+// report, an opaque value handed back in rec's Delivery (a reply PID, a
+// callback). rec's slices are copied before Append returns; rec.Offset is
+// ignored; a zero rec.Timestamp is set to now (Kafka's null timestamp means
+// "now"). The partition is taken as given: it is the caller's job (or
+// Core.Send's) to pick a valid one.
+//
+// A record that would take the open batch past BatchSize closes that batch
+// first and goes into a new one; a batch that reaches BatchSize is closed
+// at once. Both set AppendResult.BatchFull.
+//
+// Append fails, buffering nothing, with an error wrapping ErrRecordTooLarge
+// when the record plus a batch header could exceed MaxRequestSize (or
+// BufferMemory), and with one wrapping ErrBufferFull when buffering it would
+// exceed BufferMemory; the latter also makes the next Ready send every open
+// batch, to free memory sooner.
+func (a *Accumulator) Append(now time.Time, tp TopicPartition, rec record.Record, report any) (AppendResult, error) {
+	if rec.Timestamp == 0 {
+		rec.Timestamp = now.UnixMilli()
+	}
+	if err := a.checkSize(tp, &rec); err != nil {
+		return AppendResult{}, err
+	}
+	return a.append(now, a.partition(tp), &rec, report)
+}
+
+// checkSize fails with ErrRecordTooLarge when rec, alone in a batch, could
+// exceed MaxRequestSize or BufferMemory. It uses the record's largest
+// possible encoding (any offset and timestamp delta), as Kafka's
+// ensureValidRecordSize does.
+func (a *Accumulator) checkSize(tp TopicPartition, rec *record.Record) error {
+	size := record.HeaderSize + recordSize(rec, math.MaxInt32, math.MinInt64)
+	if size > a.cfg.MaxRequestSize || size > a.cfg.BufferMemory {
+		return fmt.Errorf("%w: %d bytes (with batch header) for %s, max request size %d, buffer memory %d",
+			ErrRecordTooLarge, size, tp, a.cfg.MaxRequestSize, a.cfg.BufferMemory)
+	}
+	return nil
+}
+
+// joinOrClose reports whether rec (timestamp already set) fits into tp's
+// open batch. When tp has an open batch that rec does not fit into, it
+// closes that batch, as Kafka's tryAppend does, and reports closed: the
+// batch is full as far as rec is concerned, and rec will go elsewhere.
+func (a *Accumulator) joinOrClose(tp TopicPartition, rec *record.Record) (join, closed bool) {
+	p := a.lookup(tp)
+	if p == nil || p.open == nil {
+		return false, false
+	}
+	b := p.open
+	if b.size+recordSize(rec, len(b.reports), rec.Timestamp-b.firstTS) <= a.cfg.BatchSize {
+		return true, false
+	}
+	a.close(p)
+	return false, true
+}
+
+func (a *Accumulator) append(now time.Time, p *partition, rec *record.Record, report any) (AppendResult, error) {
+	var res AppendResult
+	b := p.open
+	size, need := 0, 0
+	if b != nil {
+		size = recordSize(rec, len(b.reports), rec.Timestamp-b.firstTS)
+		need = size
+		if b.size+size > a.cfg.BatchSize {
+			b = nil // closed below, once the memory check has passed
+		}
+	}
+	if b == nil {
+		size = recordSize(rec, 0, 0)
+		need = record.HeaderSize + size
+	}
+	if a.used+need > a.cfg.BufferMemory {
+		a.exhausted = true
+		return res, fmt.Errorf("%w: %d bytes for %s, %d of %d buffered",
+			ErrBufferFull, need, p.tp, a.used, a.cfg.BufferMemory)
+	}
+	if b == nil {
+		if p.open != nil {
+			a.close(p)
+			res.BatchFull = true
+		}
+		b = a.openBatch(now, p, rec.Timestamp)
+		res.NewBatch = true
+	}
+	b.b.Append(*rec)
+	b.size += need
+	b.reports = append(b.reports, report)
+	a.used += need
+	a.pending++
+	if b.size >= a.cfg.BatchSize {
+		a.close(p)
+		res.BatchFull = true
+	}
+	return res, nil
+}
+
+// lookup returns tp's partition state, or nil.
+func (a *Accumulator) lookup(tp TopicPartition) *partition {
+	if a.last != nil && a.last.tp == tp {
+		return a.last
+	}
+	p := a.index[tp]
+	if p != nil {
+		a.last = p
+	}
+	return p
+}
+
+// partition returns tp's partition state, creating it.
+func (a *Accumulator) partition(tp TopicPartition) *partition {
+	if p := a.lookup(tp); p != nil {
+		return p
+	}
+	p := &partition{tp: tp}
+	a.index[tp] = p
+	a.parts = append(a.parts, p)
+	a.last = p
+	return p
+}
+
+// openBatch opens a new batch on p, with reused parts where possible.
+func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *batch {
+	var b *batch
+	if n := len(a.freeBatches); n > 0 {
+		b = a.freeBatches[n-1]
+		a.freeBatches[n-1] = nil
+		a.freeBatches = a.freeBatches[:n-1]
+	} else {
+		b = new(batch)
+	}
+	if n := len(a.freeBuilders); n > 0 {
+		b.b = a.freeBuilders[n-1]
+		a.freeBuilders[n-1] = nil
+		a.freeBuilders = a.freeBuilders[:n-1]
+	} else {
+		b.b = record.NewBuilder(record.BuilderOptions{Compression: a.cfg.Compression})
+	}
+	a.nextSeq++
+	b.part, b.seq, b.created, b.firstTS = p, a.nextSeq, now, firstTS
+	b.size = 0
+	p.open = b
+	return b
+}
+
+// takeOpen removes p's open batch and returns it; its builder, reset, goes
+// back to the free list.
+func (a *Accumulator) takeOpen(p *partition) *batch {
+	b := p.open
+	p.open = nil
+	b.b.Reset()
+	a.freeBuilders = append(a.freeBuilders, b.b)
+	b.b = nil
+	return b
+}
+
+// close encodes p's open batch and queues it behind the batches already
+// closed (all older). The builder goes back to the free list.
+func (a *Accumulator) close(p *partition) {
+	bytes, err := p.open.b.Build()
+	b := a.takeOpen(p)
+	if err != nil {
+		// Cannot happen: the codec was checked by NewAccumulator, the
+		// batch holds records and is far below 2 GiB. Should it happen,
+		// the records fail through the next Expire rather than vanish.
+		err = fmt.Errorf("producer: encode batch for %s: %w", p.tp, err)
+		a.broken = append(a.broken, brokenBatch{b, err})
+		return
+	}
+	b.bytes = bytes
+	p.queue = append(p.queue, b)
+}
+
+// Flush closes every open batch, so that each is sent as soon as its
+// partition allows (not paused, below MaxInFlight, past any retry backoff)
+// rather than when its linger expires. Batches opened after Flush linger as
+// usual. Call Ready afterwards.
+func (a *Accumulator) Flush() {
+	for _, p := range a.parts {
+		if p.open != nil {
+			a.close(p)
+		}
+	}
+}
+
+// Ready returns the batches to send now, marking them in flight. It first
+// closes every open batch whose linger has expired (or every open batch,
+// after an append failed with ErrBufferFull); then, per partition that is
+// not paused, it hands out queued batches in order while the partition has
+// fewer than MaxInFlight in flight, stopping at a batch still in its retry
+// backoff, so that a retried batch keeps its place ahead of later ones.
+//
+// The returned slice is reused by the next call to Ready; its elements'
+// Bytes and Reports follow the rules of ReadyBatch. Partitions are served in
+// the order they first appeared. Cost: O(partitions + batches returned).
+func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
+	clear(a.ready) // drop references to reports from the previous call
+	a.ready = a.ready[:0]
+	all := a.exhausted
+	a.exhausted = false
+	for _, p := range a.parts {
+		if b := p.open; b != nil && (all || !now.Before(b.created.Add(a.cfg.Linger))) {
+			a.close(p)
+		}
+		if p.paused {
+			continue
+		}
+		sent := 0
+		for _, b := range p.queue {
+			if len(p.inflight) >= a.cfg.MaxInFlight || now.Before(b.retryAt) {
+				break
+			}
+			sent++
+			a.nextID++
+			b.id = a.nextID
+			b.attempts++
+			b.sentAt = now
+			a.inflight[b.id] = b
+			p.inflight = append(p.inflight, b)
+			a.ready = append(a.ready, ReadyBatch{
+				ID:             b.id,
+				TopicPartition: p.tp,
+				Bytes:          b.bytes,
+				Records:        len(b.reports),
+				Reports:        b.reports,
+				Attempt:        b.attempts,
+			})
+		}
+		if sent > 0 {
+			n := copy(p.queue, p.queue[sent:])
+			clear(p.queue[n:])
+			p.queue = p.queue[:n]
+		}
+	}
+	return a.ready
+}
+
+// NextDeadline returns the earliest time at which Ready or Expire will have
+// something new to do: a linger expiring, a retry backoff ending for a
+// partition that could send, a batch's delivery timeout, or an in-flight
+// request's timeout. ok is false when nothing is pending on time (the shell
+// then needs no timer until the next Append or result). A deadline may be in
+// the past: the shell should act at once. Time-independent blockers (a full
+// in-flight window, a paused partition) produce no deadline; the events that
+// lift them (Complete, Retry, Resume) are the shell's cue to call Ready.
+//
+// Cost: O(partitions + batches in flight).
+func (a *Accumulator) NextDeadline() (time.Time, bool) {
+	var at time.Time
+	ok := false
+	consider := func(t time.Time) {
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	if len(a.broken) > 0 || a.exhausted {
+		consider(time.Time{}) // Expire or Ready has work now
+	}
+	for _, p := range a.parts {
+		if b := p.open; b != nil {
+			consider(b.created.Add(a.cfg.Linger))
+			consider(b.created.Add(a.cfg.DeliveryTimeout))
+		}
+		if len(p.queue) > 0 {
+			// Queues are in creation order, so the head expires first.
+			head := p.queue[0]
+			consider(head.created.Add(a.cfg.DeliveryTimeout))
+			if !p.paused && len(p.inflight) < a.cfg.MaxInFlight {
+				consider(head.retryAt)
+			}
+		}
+		for _, b := range p.inflight {
+			consider(b.sentAt.Add(a.cfg.RequestTimeout))
+		}
+	}
+	return at, ok
+}
+
+// Complete records the outcome of send id. With err nil the batch was
+// appended at baseOffset: its records get offsets baseOffset+i in order (or
+// -1 each when baseOffset < 0, as for acks=0). With err set the batch failed
+// for good (a non-retriable error; for retriable ones call Retry instead):
+// each record gets an error wrapping err. Either way the batch's memory is
+// freed and a Delivery per record is returned, in record order.
+//
+// An id that is not in flight (a late answer to a send that already timed
+// out and was retried or failed, or an unknown id) is ignored: Complete
+// returns nil. The returned slice belongs to the caller.
+func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delivery {
+	b := a.takeInFlight(id)
+	if b == nil {
+		return nil
+	}
+	if err != nil {
+		err = fmt.Errorf("producer: produce to %s: %w", b.part.tp, err)
+		return a.fail(nil, b, err)
+	}
+	out := make([]Delivery, len(b.reports))
+	for i, r := range b.reports {
+		off := int64(-1)
+		if baseOffset >= 0 {
+			off = baseOffset + int64(i)
+		}
+		out[i] = Delivery{Report: r, TopicPartition: b.part.tp, Offset: off}
+	}
+	a.release(b)
+	return out
+}
+
+// Retry records that send id failed with a retriable error (cause). If the
+// batch's delivery timeout has not expired at now, it goes back into its
+// partition's queue at its place in creation order (ahead of every later
+// batch), to be sent again with the same bytes, under a new ID, no earlier
+// than now + RetryBackoff; Retry returns nil. Otherwise its records fail
+// with an error wrapping both ErrDeliveryTimeout and cause, returned as
+// Deliveries.
+//
+// Ordering: with MaxInFlight > 1, later batches of the partition may
+// already be in flight and land before the retried one, as in Kafka without
+// idempotence; set MaxInFlight to 1 for strict order.
+//
+// An id that is not in flight is ignored (Retry returns nil).
+func (a *Accumulator) Retry(id BatchID, now time.Time, cause error) []Delivery {
+	b := a.takeInFlight(id)
+	if b == nil {
+		return nil
+	}
+	return a.retry(nil, b, now, cause)
+}
+
+// retry requeues b (no longer in flight) or, past its delivery timeout,
+// fails it, appending the failures to dst.
+func (a *Accumulator) retry(dst []Delivery, b *batch, now time.Time, cause error) []Delivery {
+	if !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
+		err := fmt.Errorf("%w for %s after %d attempts: %w", ErrDeliveryTimeout, b.part.tp, b.attempts, cause)
+		return a.fail(dst, b, err)
+	}
+	b.retryAt = now.Add(a.cfg.RetryBackoff)
+	p := b.part
+	i, _ := slices.BinarySearchFunc(p.queue, b.seq, func(q *batch, seq uint64) int {
+		switch {
+		case q.seq < seq:
+			return -1
+		case q.seq > seq:
+			return 1
+		}
+		return 0
+	})
+	p.queue = slices.Insert(p.queue, i, b)
+	return dst
+}
+
+// takeInFlight removes send id from the in-flight set and returns its
+// batch, or nil when id is not in flight.
+func (a *Accumulator) takeInFlight(id BatchID) *batch {
+	b, ok := a.inflight[id]
+	if !ok {
+		return nil
+	}
+	delete(a.inflight, id)
+	b.id = 0
+	p := b.part
+	if i := slices.Index(p.inflight, b); i >= 0 {
+		p.inflight = slices.Delete(p.inflight, i, i+1)
+	}
+	return b
+}
+
+// Expire fails or retries what has run out of time at now, returning the
+// Deliveries of the records that failed:
+//
+//   - an in-flight send unanswered for RequestTimeout is retried as by
+//     Retry with cause ErrRequestTimeout (so it fails if its delivery
+//     timeout has passed); a late answer to it is then ignored;
+//   - open and queued batches (in paused partitions too) created
+//     DeliveryTimeout or more ago fail with ErrDeliveryTimeout;
+//   - a batch that could not be encoded fails with the encoding error (this
+//     is not expected to happen; see close).
+//
+// Call it before Ready when the shell wakes up. The returned slice belongs
+// to the caller; it is nil when nothing failed. Cost: O(partitions +
+// batches queued).
+func (a *Accumulator) Expire(now time.Time) []Delivery {
+	var out []Delivery
+	for _, bb := range a.broken {
+		out = a.fail(out, bb.b, bb.err)
+	}
+	clear(a.broken)
+	a.broken = a.broken[:0]
+	for _, p := range a.parts {
+		for i := 0; i < len(p.inflight); {
+			b := p.inflight[i]
+			if now.Before(b.sentAt.Add(a.cfg.RequestTimeout)) {
+				i++
+				continue
+			}
+			a.takeInFlight(b.id)
+			out = a.retry(out, b, now, fmt.Errorf("%w: no answer for %v", ErrRequestTimeout, a.cfg.RequestTimeout))
+		}
+		kept := p.queue[:0]
+		for _, b := range p.queue {
+			if now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
+				kept = append(kept, b)
+				continue
+			}
+			out = a.fail(out, b, a.timeoutErr(b, now))
+		}
+		clear(p.queue[len(kept):])
+		p.queue = kept
+		if b := p.open; b != nil && !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
+			out = a.fail(out, a.takeOpen(p), a.timeoutErr(b, now))
+		}
+	}
+	return out
+}
+
+func (a *Accumulator) timeoutErr(b *batch, now time.Time) error {
+	return fmt.Errorf("%w for %s: batch created %v ago, %d attempts",
+		ErrDeliveryTimeout, b.part.tp, now.Sub(b.created), b.attempts)
+}
+
+// Pause stops Ready from sending tp's batches (its leader is unknown or
+// moving); records are still appended, batches still close on linger and
+// still expire. Pausing a paused partition does nothing.
+func (a *Accumulator) Pause(tp TopicPartition) { a.partition(tp).paused = true }
+
+// Resume undoes Pause; call Ready afterwards.
+func (a *Accumulator) Resume(tp TopicPartition) {
+	if p := a.lookup(tp); p != nil {
+		p.paused = false
+	}
+}
+
+// Abort fails every record not yet delivered, open, queued and in flight,
+// with an error wrapping cause (ErrAborted when cause is nil), and returns
+// their Deliveries, per partition in record order. Answers to the aborted
+// sends are then ignored. The Accumulator stays usable. For a producer that
+// stops: Flush, wait for the answers, then Abort what is left.
+func (a *Accumulator) Abort(cause error) []Delivery {
+	if cause == nil {
+		cause = ErrAborted
+	}
+	var out []Delivery
+	for _, bb := range a.broken {
+		out = a.fail(out, bb.b, bb.err)
+	}
+	clear(a.broken)
+	a.broken = a.broken[:0]
+	for _, p := range a.parts {
+		err := fmt.Errorf("producer: abort %s: %w", p.tp, cause)
+		for len(p.inflight) > 0 {
+			out = a.fail(out, a.takeInFlight(p.inflight[0].id), err)
+		}
+		for _, b := range p.queue {
+			out = a.fail(out, b, err)
+		}
+		clear(p.queue)
+		p.queue = p.queue[:0]
+		if p.open != nil {
+			out = a.fail(out, a.takeOpen(p), err)
+		}
+	}
+	a.exhausted = false
+	return out
+}
+
+// fail appends a failed Delivery with err for each record of b, which is in
+// no queue or in-flight set any more, to dst and releases b.
+func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
+	dst = slices.Grow(dst, len(b.reports))
+	for _, r := range b.reports {
+		dst = append(dst, Delivery{Report: r, TopicPartition: b.part.tp, Offset: -1, Err: err})
+	}
+	a.release(b)
+	return dst
+}
+
+// release frees b's memory and recycles it. b must be in no queue and not
+// in flight.
+func (a *Accumulator) release(b *batch) {
+	a.used -= b.size
+	a.pending -= len(b.reports)
+	clear(b.reports)
+	*b = batch{reports: b.reports[:0]}
+	a.freeBatches = append(a.freeBatches, b)
+}
+
+// recordSize is the encoded size of r in a v2 batch at the given offset
+// and timestamp deltas, including its length prefix: exactly what
+// record.Builder.Append adds to the batch.
+func recordSize(r *record.Record, offDelta int, tsDelta int64) int {
+	body := 1 + varintSize(tsDelta) + varintSize(int64(offDelta)) +
+		bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		body += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
+	}
+	return varintSize(int64(body)) + body
+}
+
+// varintSize is the length of v as a zigzag varint.
+func varintSize(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// bytesSize is the encoded size of a nullable byte string.
+func bytesSize(b []byte) int {
+	if b == nil {
+		return 1 // varint -1
+	}
+	return varintSize(int64(len(b))) + len(b)
+}

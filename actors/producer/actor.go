@@ -1,0 +1,431 @@
+// actor.go: the producer actor — the shell around Core. Apps send it Send
+// messages (from actors, or through the blocking Producer wrapper); it looks
+// up topic metadata, batches records per partition, sends ProduceRequests to
+// the partitions' leader replicas (resolved once from metadata, then
+// messaged directly), retries retriable failures after refreshing
+// metadata, and reports each record's offset or error to its sender (a
+// Delivered message) or callback.
+//
+// Threading: everything is owned by the actor. Metadata lookups run on
+// goroutines and timers post messages back; neither touches state.
+
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// Send asks the producer to produce one record. The sender (if any) gets a
+// *Delivered; Callback, if set, is called instead, inside the producer actor
+// (it must not block).
+type Send struct {
+	Topic string
+	// Partition is an explicit partition, or AnyPartition to let the
+	// partitioner choose (murmur2 of the key, or sticky when keyless).
+	Partition int32
+	Key       []byte
+	Value     []byte
+	Headers   []record.RecordHeader
+	// Timestamp in ms; 0 means now.
+	Timestamp int64
+	Callback  func(Delivered)
+}
+
+// SendMany produces many records in one message, all reported to
+// Callback (or, when nil, to the sender as Delivered messages). Each
+// record's own Callback is ignored. It is the cheap way to produce at high
+// rates: one mailbox message and one report allocation per SendMany.
+type SendMany struct {
+	Records  []Send
+	Callback func(Delivered)
+}
+
+// Delivered reports one record's fate.
+type Delivered struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // -1 on error, or with acks=0
+	Err       error
+	// Latency is the time from the producer receiving the record to its
+	// delivery report.
+	Latency time.Duration
+}
+
+// Flush asks the producer to send everything buffered; the reply, Flushed,
+// comes once every record sent before it has been delivered or failed.
+type Flush struct{}
+
+// Flushed answers Flush.
+type Flushed struct{}
+
+// ActorConfig configures a producer actor.
+type ActorConfig struct {
+	Client *client.Client
+	// Batching, compression, in-flight and timeout settings.
+	Config
+	// Acks: ACKS_NONE, ACKS_LEADER or ACKS_ALL (default ACKS_ALL, as Kafka >= 3.0).
+	Acks messages.Acks
+	// MetadataMaxAge refreshes topic metadata this often (default 5 min).
+	MetadataMaxAge time.Duration
+	Logger         *logrus.Entry
+}
+
+type (
+	tick          struct{}
+	metadataReply struct {
+		topic string
+		md    *messages.TopicMetadataResponse
+		err   error
+	}
+)
+
+type topicMeta struct {
+	partitions []*messages.PartitionMetadata
+	leaders    []*actor.PID // by partition; nil when unknown
+	fetched    time.Time
+	fetching   bool
+	waiting    []*waitingSend // sends that arrived before the metadata
+	failures   int
+}
+
+type waitingSend struct {
+	msg *Send
+	r   *report
+}
+
+type report struct {
+	sender   *actor.PID
+	callback func(Delivered)
+	at       time.Time
+}
+
+type inflight struct {
+	id BatchID
+	tp TopicPartition
+}
+
+// producerActor is the actor; create it with ActorProps.
+type producerActor struct {
+	cfg      ActorConfig
+	core     *Core
+	logger   *logrus.Entry
+	topics   map[string]*topicMeta
+	inflight map[int64]inflight // by correlation id
+	blocked  []*waitingSend     // sends refused with ErrBufferFull, retried after completions
+	flushers []*actor.PID
+	timerAt  time.Time
+}
+
+// ActorProps returns the producer actor's props, or an error for a bad config.
+func ActorProps(cfg ActorConfig) (*actor.Props, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: a client is required", ErrInvalidConfig)
+	}
+	if cfg.Acks == messages.Acks_ACKS_UNSPECIFIED {
+		cfg.Acks = messages.Acks_ACKS_ALL
+	}
+	if cfg.MetadataMaxAge <= 0 {
+		cfg.MetadataMaxAge = 5 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = cfg.Client.Logger()
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = cfg.Client.RequestTimeout()
+	}
+	if _, err := NewCore(cfg.Config, nil); err != nil { // validate once; each incarnation builds its own
+		return nil, err
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		c, err := NewCore(cfg.Config, nil)
+		if err != nil {
+			panic(err) // validated above
+		}
+		return &producerActor{cfg: cfg, core: c, logger: cfg.Logger.WithField("component", "producer"),
+			topics: map[string]*topicMeta{}, inflight: map[int64]inflight{}}
+	}), nil
+}
+
+// Receive dispatches the producer's messages.
+func (p *producerActor) Receive(ctx actor.Context) {
+	now := time.Now()
+	switch msg := ctx.Message().(type) {
+	case *Send:
+		p.onSend(ctx, now, msg, &report{sender: ctx.Sender(), callback: msg.Callback, at: now})
+		return
+	case *SendMany:
+		r := &report{sender: ctx.Sender(), callback: msg.Callback, at: now}
+		for i := range msg.Records {
+			p.onSend(ctx, now, &msg.Records[i], r)
+		}
+		return
+	case *messages.ProduceResponse:
+		p.onResponse(ctx, now, msg)
+	case metadataReply:
+		p.onMetadata(ctx, now, msg)
+	case tick:
+		p.timerAt = time.Time{}
+	case *Flush:
+		p.core.Accumulator.Flush()
+		if p.idle() {
+			ctx.Respond(&Flushed{})
+		} else if ctx.Sender() != nil {
+			p.flushers = append(p.flushers, ctx.Sender())
+		}
+	case *actor.Stopping:
+		p.deliver(ctx, p.core.Accumulator.Abort(errors.New("producer: stopped")))
+		stopped := errors.New("producer: stopped")
+		for _, w := range p.blocked {
+			p.reply(ctx, w.r, Delivered{Topic: w.msg.Topic, Partition: w.msg.Partition, Offset: -1, Err: stopped})
+		}
+		p.blocked = nil
+		for _, tm := range p.topics {
+			for _, w := range tm.waiting {
+				p.reply(ctx, w.r, Delivered{Topic: w.msg.Topic, Partition: w.msg.Partition, Offset: -1, Err: stopped})
+			}
+			tm.waiting = nil
+		}
+		return
+	case *actor.Started, *actor.Stopped, *actor.Restarting:
+		return
+	default:
+		p.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("producer: unknown message")
+		return
+	}
+	p.wake(ctx, now)
+}
+
+// onSend hands one record to the core. Only a full batch or a new one
+// needs work now (send it; arm the linger timer): the rest waits for the
+// next wake.
+func (p *producerActor) onSend(ctx actor.Context, now time.Time, msg *Send, r *report) {
+	tm := p.topics[msg.Topic]
+	if tm == nil || len(tm.partitions) == 0 {
+		if tm == nil {
+			tm = &topicMeta{}
+			p.topics[msg.Topic] = tm
+		}
+		tm.waiting = append(tm.waiting, &waitingSend{msg: msg, r: r})
+		p.fetchMetadata(ctx, msg.Topic)
+		return
+	}
+	if now.Sub(tm.fetched) > p.cfg.MetadataMaxAge {
+		p.fetchMetadata(ctx, msg.Topic)
+	}
+	rec := record.Record{Key: msg.Key, Value: msg.Value, Headers: msg.Headers, Timestamp: msg.Timestamp}
+	_, res, err := p.core.Send(now, msg.Topic, len(tm.partitions), msg.Partition, rec, r)
+	switch {
+	case errors.Is(err, ErrBufferFull):
+		p.blocked = append(p.blocked, &waitingSend{msg: msg, r: r})
+		p.wake(ctx, now)
+	case err != nil:
+		p.reply(ctx, r, Delivered{Topic: msg.Topic, Partition: msg.Partition, Offset: -1, Err: err})
+	case res.BatchFull:
+		p.sendReady(ctx, now)
+	case res.NewBatch:
+		p.armTimer(ctx)
+	}
+}
+
+// fetchMetadata looks a topic up on a goroutine.
+func (p *producerActor) fetchMetadata(ctx actor.Context, topic string) {
+	tm := p.topics[topic]
+	if tm.fetching {
+		return
+	}
+	tm.fetching = true
+	self, root, cl := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Client
+	delay := time.Duration(0)
+	if tm.failures > 0 {
+		delay = min(time.Duration(tm.failures)*p.core.Accumulator.Config().RetryBackoff, 5*time.Second)
+	}
+	go func() {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
+		defer cancel()
+		md, err := cl.Metadata(rctx, topic)
+		res := metadataReply{topic: topic, err: err}
+		if err == nil {
+			if len(md.Topics) != 1 {
+				res.err = fmt.Errorf("producer: no metadata for topic %q", topic)
+			} else {
+				res.md = md.Topics[0]
+			}
+		}
+		root.Send(self, res)
+	}()
+}
+
+func (p *producerActor) onMetadata(ctx actor.Context, now time.Time, m metadataReply) {
+	tm := p.topics[m.topic]
+	tm.fetching = false
+	err := m.err
+	if err == nil {
+		err = m.md.ErrorCode.Err("topic " + m.topic)
+	}
+	if err != nil {
+		tm.failures++
+		var ae *messages.Error
+		fatal := errors.As(err, &ae) && !ae.Code.Retriable() || errors.Is(err, client.ErrUnreachable) && tm.failures > 3
+		if fatal || len(tm.partitions) == 0 && tm.failures > 10 {
+			// Unknown or invalid topic, or no host answers: fail what waits.
+			for _, w := range tm.waiting {
+				p.reply(ctx, w.r, Delivered{Topic: m.topic, Partition: w.msg.Partition, Offset: -1, Err: err})
+			}
+			tm.waiting = nil
+			if len(tm.partitions) == 0 {
+				delete(p.topics, m.topic)
+			}
+			return
+		}
+		p.fetchMetadata(ctx, m.topic)
+		return
+	}
+	tm.failures = 0
+	tm.fetched = now
+	tm.partitions = m.md.Partitions
+	tm.leaders = make([]*actor.PID, len(tm.partitions))
+	for i, pm := range tm.partitions {
+		tp := TopicPartition{Topic: m.topic, Partition: pm.Partition}
+		if pid, err := client.LeaderPID(pm); err == nil {
+			tm.leaders[i] = pid
+			p.core.Accumulator.Resume(tp)
+		} else {
+			p.core.Accumulator.Pause(tp)
+		}
+	}
+	waiting := tm.waiting
+	tm.waiting = nil
+	for _, w := range waiting {
+		p.onSend(ctx, now, w.msg, w.r)
+	}
+}
+
+func (p *producerActor) onResponse(ctx actor.Context, now time.Time, resp *messages.ProduceResponse) {
+	f, ok := p.inflight[resp.CorrelationId]
+	if !ok {
+		return // answered after it timed out and was retried
+	}
+	delete(p.inflight, resp.CorrelationId)
+	code := resp.ErrorCode
+	switch {
+	case code == 0:
+		p.deliver(ctx, p.core.Accumulator.Complete(f.id, resp.BaseOffset, nil))
+	case code.Retriable():
+		p.logger.WithFields(logrus.Fields{"partition": f.tp.String(), "code": code.ShortName()}).Debug("produce failed; retrying")
+		p.deliver(ctx, p.core.Accumulator.Retry(f.id, now, code.Err(resp.ErrorMessage)))
+		p.fetchMetadata(ctx, f.tp.Topic)
+	default:
+		p.deliver(ctx, p.core.Accumulator.Complete(f.id, -1, code.Err(resp.ErrorMessage)))
+	}
+}
+
+func (p *producerActor) deliver(ctx actor.Context, ds []Delivery) {
+	for _, d := range ds {
+		p.reply(ctx, d.Report.(*report), Delivered{Topic: d.TopicPartition.Topic, Partition: d.TopicPartition.Partition, Offset: d.Offset, Err: d.Err})
+	}
+}
+
+func (p *producerActor) reply(ctx actor.Context, r *report, d Delivered) {
+	d.Latency = time.Since(r.at)
+	switch {
+	case r.callback != nil:
+		r.callback(d)
+	case r.sender != nil:
+		ctx.Send(r.sender, &d)
+	}
+}
+
+// idle reports whether no record is buffered, in flight, blocked or
+// waiting for metadata.
+func (p *producerActor) idle() bool {
+	if p.core.Accumulator.Pending() > 0 || len(p.blocked) > 0 {
+		return false
+	}
+	for _, tm := range p.topics {
+		if len(tm.waiting) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// wake expires, sends what is ready, retries blocked sends, answers
+// flushes and arms the timer.
+func (p *producerActor) wake(ctx actor.Context, now time.Time) {
+	p.deliver(ctx, p.core.Accumulator.Expire(now))
+	p.sendReady(ctx, now)
+	if len(p.blocked) > 0 && p.core.Accumulator.BufferedBytes() < p.core.Accumulator.Config().BufferMemory/2 {
+		blocked := p.blocked
+		p.blocked = nil
+		for _, w := range blocked {
+			p.onSend(ctx, now, w.msg, w.r)
+		}
+		p.sendReady(ctx, now)
+	}
+	if len(p.flushers) > 0 {
+		p.core.Accumulator.Flush()
+		p.sendReady(ctx, now)
+		if p.idle() {
+			for _, f := range p.flushers {
+				ctx.Send(f, &Flushed{})
+			}
+			p.flushers = nil
+		}
+	}
+	p.armTimer(ctx)
+}
+
+func (p *producerActor) sendReady(ctx actor.Context, now time.Time) {
+	for _, b := range p.core.Accumulator.Ready(now) {
+		p.send(ctx, now, b)
+	}
+}
+
+// armTimer makes sure a tick arrives by the core's next deadline.
+func (p *producerActor) armTimer(ctx actor.Context) {
+	if at, ok := p.core.Accumulator.NextDeadline(); ok && (p.timerAt.IsZero() || at.Before(p.timerAt)) {
+		p.timerAt = at
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(max(time.Until(at), 0), func() { root.Send(self, tick{}) })
+	}
+}
+
+func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
+	tm := p.topics[b.TopicPartition.Topic]
+	var leader *actor.PID
+	var epoch int32 = -1
+	if tm != nil && int(b.TopicPartition.Partition) < len(tm.leaders) {
+		leader = tm.leaders[b.TopicPartition.Partition]
+		epoch = tm.partitions[b.TopicPartition.Partition].LeaderEpoch
+	}
+	if leader == nil {
+		p.deliver(ctx, p.core.Accumulator.Retry(b.ID, now, messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE.Err("no leader known")))
+		p.fetchMetadata(ctx, b.TopicPartition.Topic)
+		return
+	}
+	req := &messages.ProduceRequest{
+		Topic: b.TopicPartition.Topic, Partition: b.TopicPartition.Partition, Acks: p.cfg.Acks,
+		TimeoutMs: int32(p.core.Accumulator.Config().RequestTimeout.Milliseconds()), Records: b.Bytes,
+		CurrentLeaderEpoch: epoch, CorrelationId: int64(b.ID),
+	}
+	if p.cfg.Acks == messages.Acks_ACKS_NONE {
+		ctx.Send(leader, req)
+		p.deliver(ctx, p.core.Accumulator.Complete(b.ID, -1, nil))
+		return
+	}
+	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition}
+	ctx.Request(leader, req)
+}

@@ -1,0 +1,137 @@
+// This file holds the Partitioner: Kafka's default partitioning of records,
+// murmur2 for keyed records (through franz-go's kgo, which implements the
+// Java client's function) and a per-topic sticky partition for keyless ones
+// (KIP-480).
+
+package producer
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Partitioner chooses the partition of each record as Kafka's Java producer
+// does by default:
+//
+//   - an explicit partition wins (it must be in [0, numPartitions));
+//   - a keyed record (non-nil key, including an empty one) goes to
+//     toPositive(murmur2(key)) % numPartitions, so that keys land where
+//     Kafka would put them (Kafka's DefaultPartitioner and, since 3.3,
+//     BuiltInPartitioner.partitionForKey);
+//   - a keyless record goes to its topic's sticky partition, which changes
+//     only when OnNewBatch reports that a batch for it is complete (KIP-480,
+//     Kafka 2.4-3.2; Kafka 3.3's KIP-794 instead switches after batch.size
+//     bytes, weighted by queue length, which this Partitioner does not do).
+//
+// murmur2 comes from franz-go: kgo.StickyKeyPartitioner(nil) hashes keys
+// with its internal murmur2 and Kafka's toPositive-then-mod, and its tests
+// pin Kafka's own UtilsTest.testMurmur2 vectors. kgo does not export murmur2
+// itself, so the Partitioner keeps one kgo TopicPartitioner (keyed
+// placement ignores the topic) and a scratch kgo.Record whose Key it sets
+// for each call, which keeps the keyed path free of allocations.
+//
+// The zero Partitioner is not usable; call NewPartitioner. A Partitioner is
+// not safe for concurrent use: it is owned by the producer actor.
+type Partitioner struct {
+	keyed   kgo.TopicPartitioner
+	scratch kgo.Record // Key set for the duration of one keyed call
+	rnd     *rand.Rand // nil: math/rand/v2's global source
+	sticky  map[string]int32
+}
+
+// NewPartitioner returns a Partitioner that draws keyless partitions from rnd
+// (inject a seeded source in tests), or from math/rand/v2's randomly seeded
+// global source when rnd is nil.
+func NewPartitioner(rnd *rand.Rand) *Partitioner {
+	return &Partitioner{
+		keyed:  kgo.StickyKeyPartitioner(nil).ForTopic(""),
+		rnd:    rnd,
+		sticky: make(map[string]int32),
+	}
+}
+
+// Partition returns the partition of a record of topic with the given key:
+// explicit when it is not AnyPartition, else by key, else the topic's sticky
+// partition (chosen at random on the topic's first keyless record, or when
+// the partition count shrank below it). A nil key is Kafka's null key; an
+// empty non-nil key is hashed.
+//
+// It fails with an error wrapping ErrNoPartitions when numPartitions < 1, and
+// ErrInvalidPartition when explicit is neither AnyPartition nor in
+// [0, numPartitions).
+func (p *Partitioner) Partition(topic string, key []byte, explicit int32, numPartitions int) (int32, error) {
+	if numPartitions < 1 {
+		return 0, fmt.Errorf("%w: topic %q has %d", ErrNoPartitions, topic, numPartitions)
+	}
+	if explicit != AnyPartition {
+		if explicit < 0 || int64(explicit) >= int64(numPartitions) {
+			return 0, fmt.Errorf("%w: partition %d of topic %q, which has %d", ErrInvalidPartition, explicit, topic, numPartitions)
+		}
+		return explicit, nil
+	}
+	if key != nil {
+		return p.KeyPartition(key, numPartitions), nil
+	}
+	cur, ok := p.sticky[topic]
+	if !ok || int(cur) >= numPartitions {
+		cur = int32(p.intN(numPartitions))
+		p.sticky[topic] = cur
+	}
+	return cur, nil
+}
+
+// KeyPartition returns Kafka's partition for key among numPartitions (> 0):
+// toPositive(murmur2(key)) % numPartitions. It panics if numPartitions < 1.
+func (p *Partitioner) KeyPartition(key []byte, numPartitions int) int32 {
+	if numPartitions < 1 {
+		panic("producer: KeyPartition with no partitions")
+	}
+	p.scratch.Key = key
+	n := p.keyed.Partition(&p.scratch, numPartitions)
+	p.scratch.Key = nil
+	return int32(n)
+}
+
+// OnNewBatch tells the Partitioner that the batch on partition prev of topic
+// is complete and a keyless record would have to open a new one. If prev is
+// the topic's sticky partition (or the topic has none), the sticky partition
+// moves to a partition drawn uniformly from the others (KIP-480's
+// StickyPartitionCache.nextPartition); otherwise it has already moved and
+// nothing changes. With one partition it stays 0.
+//
+// Core.Send calls it at the right moment; a shell that uses the Partitioner
+// on its own calls it when a keyless record's sticky partition has no open
+// batch that the record fits into.
+func (p *Partitioner) OnNewBatch(topic string, prev int32, numPartitions int) {
+	if numPartitions < 1 {
+		return
+	}
+	if cur, ok := p.sticky[topic]; ok && cur != prev {
+		return
+	}
+	next := int32(0)
+	switch {
+	case prev < 0 || int(prev) >= numPartitions:
+		next = int32(p.intN(numPartitions))
+	case numPartitions > 1:
+		// Uniform over the numPartitions-1 partitions other than prev.
+		next = int32(p.intN(numPartitions - 1))
+		if next >= prev {
+			next++
+		}
+	}
+	p.sticky[topic] = next
+}
+
+// Forget drops topic's sticky partition (for example when the topic is
+// deleted), so that the map of sticky partitions does not grow without end.
+func (p *Partitioner) Forget(topic string) { delete(p.sticky, topic) }
+
+func (p *Partitioner) intN(n int) int {
+	if p.rnd == nil {
+		return rand.IntN(n)
+	}
+	return p.rnd.IntN(n)
+}

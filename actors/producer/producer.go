@@ -1,0 +1,305 @@
+// This file holds the package documentation, the producer's Config with its
+// defaults and validation, the package's sentinel errors, TopicPartition, and
+// Core, which ties the Partitioner to the Accumulator.
+
+// Package producer is the client-side producer of actorlog.
+//
+// This package currently holds the producer's pure core: a state machine
+// with no I/O, no goroutines and no timers of its own (as etcd-io/raft's
+// raft.go). The producer actor (the shell, written separately) owns one Core,
+// feeds it events stamped with the current time and carries out what it
+// returns:
+//
+//	// An app's record arrives:
+//	tp, res, err := core.Send(now, topic, numPartitions, producer.AnyPartition, rec, replyTo)
+//	// err wrapping ErrBufferFull: hold the request (back-pressure) and try
+//	// again after the next Complete; other errors go back to the app.
+//	// res.BatchFull: call Ready now. res.NewBatch: re-arm the timer.
+//
+//	// Whenever the shell wakes up (after Send, a response, or its timer):
+//	for _, d := range core.Accumulator.Expire(now) { reply(d) }
+//	for _, b := range core.Accumulator.Ready(now) { send ProduceRequest{b.Bytes, correlation_id: int64(b.ID)} to b.TopicPartition's leader }
+//	if at, ok := core.Accumulator.NextDeadline(); ok { schedule a tick message to self at `at` }
+//
+//	// A ProduceResponse arrives:
+//	//   success:         deliveries := Complete(id, baseOffset, nil)
+//	//   retriable error: deliveries := Retry(id, now, err)  (usually nil: requeued)
+//	//   other error:     deliveries := Complete(id, -1, err)
+//	// then reply to each Delivery.Report, and wake up as above.
+//
+//	// The partition's leader is unknown or moving: Pause(tp) until metadata
+//	// names a new leader, then Resume(tp).
+//
+// Nothing in the core is safe for concurrent use: it belongs to the producer
+// actor, and only that actor's Receive may touch it.
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// Defaults filled in by NewAccumulator for zero Config fields. They follow
+// the Java client's producer defaults.
+const (
+	// DefaultBatchSize is Kafka's batch.size: 16 KiB of (uncompressed)
+	// record data per partition batch.
+	DefaultBatchSize = 16 << 10
+	// DefaultLinger is Kafka's linger.ms since Kafka 4.0 (KIP-1030); it was
+	// 0 before. A few milliseconds of linger cost little latency and let
+	// batches fill under load.
+	DefaultLinger = 5 * time.Millisecond
+	// DefaultMaxRequestSize is Kafka's max.request.size: 1 MiB. It is also
+	// the largest record (plus batch header) the producer accepts.
+	DefaultMaxRequestSize = 1 << 20
+	// DefaultMaxInFlight is Kafka's max.in.flight.requests.per.connection,
+	// applied per partition here (each partition has its own leader actor).
+	DefaultMaxInFlight = 5
+	// DefaultBufferMemory is Kafka's buffer.memory: 32 MiB of buffered,
+	// not yet acknowledged record data.
+	DefaultBufferMemory = 32 << 20
+	// DefaultRetryBackoff is Kafka's retry.backoff.ms.
+	DefaultRetryBackoff = 100 * time.Millisecond
+	// DefaultDeliveryTimeout is Kafka's delivery.timeout.ms: 2 minutes.
+	DefaultDeliveryTimeout = 2 * time.Minute
+	// DefaultRequestTimeout is Kafka's request.timeout.ms: 30 seconds.
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// AnyPartition passed as the explicit partition means "none: let the
+// partitioner choose".
+const AnyPartition int32 = -1
+
+var (
+	// ErrInvalidConfig means a Config field is out of range.
+	ErrInvalidConfig = errors.New("producer: invalid config")
+	// ErrInvalidPartition means an explicit partition is not in
+	// [0, numPartitions).
+	ErrInvalidPartition = errors.New("producer: invalid partition")
+	// ErrNoPartitions means the topic's partition count is not positive
+	// (for example, metadata not yet known).
+	ErrNoPartitions = errors.New("producer: topic has no partitions")
+	// ErrRecordTooLarge means a single record (with a batch header) exceeds
+	// MaxRequestSize or BufferMemory: it can never be sent. Kafka's
+	// RecordTooLargeException.
+	ErrRecordTooLarge = errors.New("producer: record too large")
+	// ErrBufferFull means appending the record would exceed BufferMemory.
+	// It is transient: the shell should apply back-pressure and append
+	// again once a Complete (or Expire) has freed memory.
+	ErrBufferFull = errors.New("producer: buffer memory full")
+	// ErrDeliveryTimeout means a record was not acknowledged within
+	// DeliveryTimeout of its batch's creation. Kafka's TimeoutException for
+	// delivery.timeout.ms.
+	ErrDeliveryTimeout = errors.New("producer: delivery timeout expired")
+	// ErrRequestTimeout is the cause recorded when an in-flight batch had
+	// no answer within RequestTimeout (see Accumulator.Expire).
+	ErrRequestTimeout = errors.New("producer: request timed out")
+	// ErrAborted is the error of records failed by Accumulator.Abort with
+	// a nil cause.
+	ErrAborted = errors.New("producer: aborted")
+)
+
+// TopicPartition names one partition of one topic. It is a comparable value.
+type TopicPartition struct {
+	// Topic is the topic's name.
+	Topic string
+	// Partition is the partition's index in the topic, from 0.
+	Partition int32
+}
+
+// String returns "topic-partition", as Kafka prints a TopicPartition.
+func (tp TopicPartition) String() string {
+	return tp.Topic + "-" + strconv.Itoa(int(tp.Partition))
+}
+
+// Config configures an Accumulator (and a Core). Zero fields take the
+// defaults above, so Config{} is Kafka's default producer (with linger 5ms).
+// Where zero is itself a meaningful setting (Linger, RetryBackoff), a
+// negative value asks for zero.
+type Config struct {
+	// BatchSize is the target size in bytes of one partition batch: the
+	// uncompressed size of the records plus the 61-byte batch header, as
+	// record.Builder.EstimatedSize counts it. A batch is closed when it
+	// reaches BatchSize or the next record would take it past BatchSize;
+	// a record bigger than BatchSize gets a batch of its own. Kafka
+	// estimates the compression ratio to pack compressed batches fuller;
+	// this core does not, so compressed batches come out smaller than
+	// BatchSize. Default DefaultBatchSize; at most MaxRequestSize.
+	BatchSize int
+	// Linger is how long a batch that is not full waits for more records
+	// after its first one (Kafka's linger.ms). Default DefaultLinger (5ms,
+	// Kafka >= 4.0); negative means no wait (Kafka 3.x's 0).
+	Linger time.Duration
+	// Compression is the codec of every batch (default none).
+	Compression record.Compression
+	// MaxRequestSize bounds one record plus the batch header: larger
+	// records fail at once with ErrRecordTooLarge. Keep it below the
+	// transport's message limit (DESIGN §8). Default DefaultMaxRequestSize.
+	MaxRequestSize int
+	// MaxInFlight is how many batches of one partition may be sent and not
+	// yet answered. Default DefaultMaxInFlight. With more than one in
+	// flight, a failed and retried batch can land after a later batch of
+	// the same partition (this producer is not idempotent): set 1 for
+	// strict per-partition order under retries.
+	MaxInFlight int
+	// BufferMemory bounds the bytes buffered (appended and not yet
+	// completed, counted uncompressed): an append beyond it fails with
+	// ErrBufferFull. Default DefaultBufferMemory; at least MaxRequestSize.
+	BufferMemory int
+	// RetryBackoff is how long a retried batch waits before it is sent
+	// again. Default DefaultRetryBackoff; negative means no wait.
+	RetryBackoff time.Duration
+	// DeliveryTimeout bounds the time from a batch's creation to its
+	// acknowledgement, retries included; then its records fail with
+	// ErrDeliveryTimeout. A batch in flight is only failed once its request
+	// is answered or times out. Default DefaultDeliveryTimeout; at least
+	// Linger + RequestTimeout, as Kafka requires.
+	DeliveryTimeout time.Duration
+	// RequestTimeout is how long a sent batch may go unanswered before
+	// Expire treats it as failed and retries it (the actor may be gone).
+	// Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// withDefaults returns c with its zero fields set to the defaults and its
+// negative Linger and RetryBackoff set to zero.
+func (c Config) withDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	switch {
+	case c.Linger == 0:
+		c.Linger = DefaultLinger
+	case c.Linger < 0:
+		c.Linger = 0
+	}
+	if c.MaxRequestSize == 0 {
+		c.MaxRequestSize = DefaultMaxRequestSize
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.BufferMemory == 0 {
+		c.BufferMemory = DefaultBufferMemory
+	}
+	switch {
+	case c.RetryBackoff == 0:
+		c.RetryBackoff = DefaultRetryBackoff
+	case c.RetryBackoff < 0:
+		c.RetryBackoff = 0
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	return c
+}
+
+// validate checks a Config whose defaults are filled in. Errors wrap
+// ErrInvalidConfig.
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.BatchSize < 0:
+		return bad("batch size %d is negative", c.BatchSize)
+	case c.MaxRequestSize < record.HeaderSize+1 || c.MaxRequestSize > math.MaxInt32:
+		return bad("max request size %d not in [%d, %d]", c.MaxRequestSize, record.HeaderSize+1, math.MaxInt32)
+	case c.BatchSize > c.MaxRequestSize:
+		return bad("batch size %d exceeds max request size %d", c.BatchSize, c.MaxRequestSize)
+	case c.BufferMemory < c.MaxRequestSize:
+		return bad("buffer memory %d is below max request size %d", c.BufferMemory, c.MaxRequestSize)
+	case c.MaxInFlight < 0:
+		return bad("max in flight %d is negative", c.MaxInFlight)
+	case c.RequestTimeout < 0:
+		return bad("request timeout %v is negative", c.RequestTimeout)
+	case c.DeliveryTimeout < c.Linger+c.RequestTimeout:
+		return bad("delivery timeout %v is below linger %v + request timeout %v", c.DeliveryTimeout, c.Linger, c.RequestTimeout)
+	}
+	// A trial build checks the codec (and initialises it) once, so that
+	// closing a batch later cannot fail.
+	b := record.NewBuilder(record.BuilderOptions{Compression: c.Compression})
+	b.Append(record.Record{})
+	if _, err := b.Build(); err != nil {
+		return bad("compression %v: %v", c.Compression, err)
+	}
+	return nil
+}
+
+// Core is the producer's whole pure core: a Partitioner and an Accumulator,
+// joined by Send, which applies KIP-480's rule that a keyless record moves
+// to a new sticky partition rather than open a new batch on the old one.
+// The shell uses the Accumulator directly for everything after Send.
+//
+// A Core is not safe for concurrent use: it is owned by the producer actor.
+type Core struct {
+	// Partitioner picks partitions for Send.
+	Partitioner *Partitioner
+	// Accumulator holds the batches; the shell calls its Ready, Expire,
+	// NextDeadline, Complete, Retry, Flush, Pause and Resume directly.
+	Accumulator *Accumulator
+}
+
+// NewCore returns a Core with cfg (see NewAccumulator) whose partitioner
+// draws keyless partitions from rnd (nil: a randomly seeded source).
+func NewCore(cfg Config, rnd *rand.Rand) (*Core, error) {
+	acc, err := NewAccumulator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Core{Partitioner: NewPartitioner(rnd), Accumulator: acc}, nil
+}
+
+// Send partitions rec among the topic's numPartitions (see
+// Partitioner.Partition; partition is an explicit partition or
+// AnyPartition) and appends it with Accumulator.Append, returning the
+// partition chosen and the append's result.
+//
+// For a keyless record without an explicit partition, if the record would
+// open a new batch on the sticky partition (the previous batch was sent or
+// flushed, or the record does not fit in it, in which case that batch is
+// closed and BatchFull is set), Send first moves the topic's sticky
+// partition with OnNewBatch and appends there, as Kafka 2.4-3.2's producer
+// does (KIP-480), so that no batch is opened just to hold one record on the
+// old partition. Unlike Kafka 2.4, keyed records never move the sticky
+// partition.
+//
+// A zero rec.Timestamp is set to now (see Accumulator.Append). Errors are
+// those of Partition and Append; a record too large fails before it moves
+// anything.
+func (c *Core) Send(now time.Time, topic string, numPartitions int, partition int32, rec record.Record, report any) (TopicPartition, AppendResult, error) {
+	p, err := c.Partitioner.Partition(topic, rec.Key, partition, numPartitions)
+	if err != nil {
+		return TopicPartition{}, AppendResult{}, err
+	}
+	tp := TopicPartition{Topic: topic, Partition: p}
+	a := c.Accumulator
+	if rec.Timestamp == 0 {
+		rec.Timestamp = now.UnixMilli()
+	}
+	if err := a.checkSize(tp, &rec); err != nil {
+		return tp, AppendResult{}, err
+	}
+	closed := false
+	if rec.Key == nil && partition == AnyPartition {
+		var join bool
+		if join, closed = a.joinOrClose(tp, &rec); !join {
+			c.Partitioner.OnNewBatch(topic, p, numPartitions)
+			if tp.Partition, err = c.Partitioner.Partition(topic, nil, AnyPartition, numPartitions); err != nil {
+				return tp, AppendResult{}, err
+			}
+		}
+	}
+	res, err := a.append(now, a.partition(tp), &rec, report)
+	res.BatchFull = res.BatchFull || closed
+	return tp, res, err
+}

@@ -1,0 +1,140 @@
+// Package clustertest starts embedded etcd members for tests: in a test's
+// temporary directory, on free loopback ports, without fsync, with small
+// WAL segments, closed by t.Cleanup. Other packages' tests (controller,
+// host) use it to get a real etcd in a few hundred milliseconds.
+//
+// Small WAL segments are set through etcd's package variable
+// wal.SegmentSizeBytes (embed.Config has no field for it), once, before the
+// first member this package starts. A process must therefore start every
+// embedded etcd member through this package, or set it itself first.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+
+	"github.com/actorlog/actorlog/cluster"
+)
+
+// WALSegmentBytes is the WAL segment size of test members (etcd's default
+// preallocates 64 MB per member).
+const WALSegmentBytes = 1 << 20
+
+var walOnce sync.Once
+
+// smallWAL shrinks etcd's WAL segments, once per process, before any member
+// starts.
+func smallWAL() { walOnce.Do(func() { wal.SegmentSizeBytes = WALSegmentBytes }) }
+
+// Logger returns a logrus logger at warn level for test members (etcd and
+// cluster logs), writing to stderr; ACTORLOG_TEST_LOG=debug|info|...
+// changes the level.
+func Logger(t testing.TB) *logrus.Entry {
+	t.Helper()
+	l := logrus.New()
+	l.SetOutput(os.Stderr)
+	l.SetLevel(logrus.WarnLevel)
+	if lv := os.Getenv("ACTORLOG_TEST_LOG"); lv != "" {
+		level, err := logrus.ParseLevel(lv)
+		if err != nil {
+			t.Fatalf("ACTORLOG_TEST_LOG=%q: %v", lv, err)
+		}
+		l.SetLevel(level)
+	}
+	return logrus.NewEntry(l).WithField("test", t.Name())
+}
+
+// FreeURL returns an http URL on a loopback port that was free a moment
+// ago (another process may still take it; Start retries on such clashes).
+func FreeURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("clustertest: find a free port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("clustertest: close probe listener: %v", err)
+	}
+	return "http://" + addr
+}
+
+// Config returns the config of a single-member test etcd named name: a new
+// temporary data directory, free loopback client and peer URLs,
+// UnsafeNoFsync, the test Logger, a 20 s ready timeout.
+func Config(t testing.TB, name string) cluster.EtcdConfig {
+	t.Helper()
+	return cluster.EtcdConfig{
+		Name:          name,
+		DataDir:       filepath.Join(t.TempDir(), name), // etcd creates it 0700
+		ClientURL:     FreeURL(t),
+		PeerURL:       FreeURL(t),
+		UnsafeNoFsync: true,
+		ReadyTimeout:  20 * time.Second,
+		Logger:        Logger(t),
+	}
+}
+
+// Start starts a member with cfg and closes it at cleanup; it fails the
+// test if the member does not start. For a single-member config whose
+// InitialCluster is unset, a port clash is retried with new ports.
+func Start(t testing.TB, cfg cluster.EtcdConfig) *cluster.Etcd {
+	t.Helper()
+	e, err := TryStart(cfg)
+	for attempt := 1; err != nil && attempt < 3 && cfg.InitialCluster == "" && strings.Contains(err.Error(), "address already in use"); attempt++ {
+		cfg.ClientURL, cfg.PeerURL = FreeURL(t), FreeURL(t)
+		e, err = TryStart(cfg)
+	}
+	if err != nil {
+		t.Fatalf("clustertest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("clustertest: close etcd %q: %v", cfg.Name, err)
+		}
+	})
+	return e
+}
+
+// TryStart starts a member with cfg (after shrinking WAL segments), within
+// cfg.ReadyTimeout, and returns the error instead of failing a test: for
+// members started from goroutines. The caller closes the member.
+func TryStart(cfg cluster.EtcdConfig) (*cluster.Etcd, error) {
+	smallWAL()
+	timeout := cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	e, err := cluster.StartEtcd(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd %q: %w", cfg.Name, err)
+	}
+	return e, nil
+}
+
+// StartEtcd starts a single-member test etcd (Config(t, "etcd")) and
+// closes it at cleanup.
+func StartEtcd(t testing.TB) *cluster.Etcd {
+	t.Helper()
+	return Start(t, Config(t, "etcd"))
+}
+
+// NewStore starts a single-member test etcd and returns a Store over its
+// client, under a prefix named after the test.
+func NewStore(t testing.TB) (*cluster.Store, *cluster.Etcd) {
+	t.Helper()
+	e := StartEtcd(t)
+	return cluster.NewStore(e.Client(), "/test/"+t.Name()+"/", Logger(t)), e
+}

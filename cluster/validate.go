@@ -1,0 +1,279 @@
+// validate.go holds the validation of what the controller stores: topic
+// names (Kafka's rule), topic configs (Kafka's keys and ranges, checked
+// against what storage accepts), the mapping of a topic's configs to a
+// storage.Config, and the structural checks of a TopicMetadata (partitions
+// numbered 0..n-1, replica lists of the replication factor, leader and ISR
+// among the replicas). All functions here are pure and safe for concurrent
+// use.
+
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// MaxTopicNameLength is Kafka's limit on topic names.
+const MaxTopicNameLength = 249
+
+// Topic config keys: Kafka's names. Values are strings, as in Kafka.
+const (
+	// ConfigRetentionMs: -1 (forever) or a positive number of milliseconds.
+	ConfigRetentionMs = "retention.ms"
+	// ConfigRetentionBytes: -1 (no limit) or a number of bytes >= 0.
+	ConfigRetentionBytes = "retention.bytes"
+	// ConfigSegmentBytes: segment size in bytes, record.HeaderSize to 2^31-1.
+	ConfigSegmentBytes = "segment.bytes"
+	// ConfigSegmentMs: positive segment age in milliseconds.
+	ConfigSegmentMs = "segment.ms"
+	// ConfigMaxMessageBytes: largest batch, record.HeaderSize to 2^31-13.
+	ConfigMaxMessageBytes = "max.message.bytes"
+	// ConfigFlushPolicy: "never", "batch" or a positive Go duration
+	// (storage.ParseFlushPolicy). actorlog's replacement for Kafka's
+	// flush.messages / flush.ms.
+	ConfigFlushPolicy = "flush.policy"
+	// ConfigMinInsyncReplicas: at least 1.
+	ConfigMinInsyncReplicas = "min.insync.replicas"
+	// ConfigMessageTimestampType: "CreateTime" or "LogAppendTime".
+	ConfigMessageTimestampType = "message.timestamp.type"
+)
+
+// Values of ConfigMessageTimestampType.
+const (
+	TimestampCreateTime    = "CreateTime"
+	TimestampLogAppendTime = "LogAppendTime"
+)
+
+// TopicConfigKeys lists every topic config key the cluster accepts, sorted.
+func TopicConfigKeys() []string {
+	keys := []string{
+		ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
+		ConfigMaxMessageBytes, ConfigFlushPolicy, ConfigMinInsyncReplicas, ConfigMessageTimestampType,
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ValidateTopicName checks Kafka's topic name rule: 1 to 249 characters
+// from [a-zA-Z0-9._-], and not "." or "..". The error wraps ErrInvalidTopic.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
+	case len(name) > MaxTopicNameLength:
+		return fmt.Errorf("%w: %d characters, at most %d allowed", ErrInvalidTopic, len(name), MaxTopicNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q: character %q at %d is not in [a-zA-Z0-9._-]", ErrInvalidTopic, name, c, i)
+		}
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks every key and value of a topic's config
+// overrides. Unknown keys are an error. The error wraps ErrInvalidConfig.
+func ValidateTopicConfigs(configs map[string]string) error {
+	_, err := parseTopicConfigs(configs)
+	return err
+}
+
+// StorageConfig maps a topic's config overrides to the storage.Config of
+// its partition logs; absent keys leave the field zero, which storage reads
+// as its default (the same defaults as Kafka's). Now, FS and Logger are
+// left for the caller to fill. The error wraps ErrInvalidConfig.
+func StorageConfig(configs map[string]string) (storage.Config, error) {
+	tc, err := parseTopicConfigs(configs)
+	if err != nil {
+		return storage.Config{}, err
+	}
+	return tc.storage, nil
+}
+
+// MinInsyncReplicas returns the topic's min.insync.replicas (1 when not
+// set). The error wraps ErrInvalidConfig.
+func MinInsyncReplicas(configs map[string]string) (int, error) {
+	tc, err := parseTopicConfigs(configs)
+	if err != nil {
+		return 0, err
+	}
+	return tc.minISR, nil
+}
+
+// topicConfigs is a parsed, validated config map.
+type topicConfigs struct {
+	storage storage.Config
+	minISR  int
+}
+
+// parseTopicConfigs validates configs and parses them in one pass, so
+// validation and mapping can never disagree.
+func parseTopicConfigs(configs map[string]string) (topicConfigs, error) {
+	tc := topicConfigs{minISR: 1}
+	// Sorted, so the first error reported does not depend on map order.
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := configs[k]
+		bad := func(want string) error {
+			return fmt.Errorf("%w: %s=%q: want %s", ErrInvalidConfig, k, v, want)
+		}
+		switch k {
+		case ConfigRetentionMs:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n == 0 || n < -1 {
+				return tc, bad("-1 (forever) or a positive number of milliseconds")
+			}
+			tc.storage.Retention = millis(n) // -1 stays negative: forever
+		case ConfigRetentionBytes:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < -1 {
+				return tc, bad("-1 (no limit) or a number of bytes >= 0")
+			}
+			if n == 0 {
+				// storage reads 0 as "default" (no limit); 1 byte is the
+				// nearest limit it can express: every segment but the
+				// last non-empty one goes.
+				n = 1
+			}
+			tc.storage.RetentionBytes = n
+		case ConfigSegmentBytes:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < record.HeaderSize || n > math.MaxInt32 {
+				return tc, bad(fmt.Sprintf("a number of bytes in [%d, %d]", record.HeaderSize, math.MaxInt32))
+			}
+			tc.storage.SegmentBytes = n
+		case ConfigSegmentMs:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return tc, bad("a positive number of milliseconds")
+			}
+			tc.storage.SegmentAge = millis(n)
+		case ConfigMaxMessageBytes:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < record.HeaderSize || n > math.MaxInt32-record.LogOverhead {
+				return tc, bad(fmt.Sprintf("a number of bytes in [%d, %d]", record.HeaderSize, math.MaxInt32-record.LogOverhead))
+			}
+			tc.storage.MaxMessageBytes = int(n)
+		case ConfigFlushPolicy:
+			if v == "" {
+				return tc, bad(`"never", "batch" or a positive duration`)
+			}
+			p, err := storage.ParseFlushPolicy(v)
+			if err != nil {
+				return tc, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, k, err)
+			}
+			tc.storage.Flush = p
+		case ConfigMinInsyncReplicas:
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 1 {
+				return tc, bad("an integer >= 1")
+			}
+			tc.minISR = int(n)
+		case ConfigMessageTimestampType:
+			switch v {
+			case TimestampCreateTime:
+				tc.storage.LogAppendTime = false
+			case TimestampLogAppendTime:
+				tc.storage.LogAppendTime = true
+			default:
+				return tc, bad(TimestampCreateTime + " or " + TimestampLogAppendTime)
+			}
+		default:
+			return tc, fmt.Errorf("%w: unknown key %q (known: %v)", ErrInvalidConfig, k, TopicConfigKeys())
+		}
+	}
+	return tc, nil
+}
+
+// millis converts milliseconds to a Duration, saturating instead of
+// overflowing (Kafka users write Long.MaxValue for "forever").
+func millis(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	if n < math.MinInt64/int64(time.Millisecond) {
+		return math.MinInt64
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// ValidateTopic checks a whole TopicMetadata before it is stored: the name,
+// the configs, a replication factor >= 1, at least one partition, partitions
+// numbered 0..n-1 in order, each with exactly replication_factor distinct
+// replicas (host ids >= 1), a leader that is -1 or in the ISR, and an ISR
+// that is a duplicate-free subset of the replicas. It does not check that
+// the hosts exist: hosts come and go, and that is the controller's call.
+func ValidateTopic(t *messages.TopicMetadata) error {
+	if t == nil {
+		return fmt.Errorf("%w: nil topic", ErrInvalidTopic)
+	}
+	if err := ValidateTopicName(t.GetName()); err != nil {
+		return err
+	}
+	if err := ValidateTopicConfigs(t.GetConfigs()); err != nil {
+		return fmt.Errorf("topic %q: %w", t.GetName(), err)
+	}
+	rf := int(t.GetReplicationFactor())
+	if rf < 1 {
+		return fmt.Errorf("%w: topic %q: replication factor %d, want >= 1", ErrInvalidReplicationFactor, t.GetName(), rf)
+	}
+	if len(t.GetPartitions()) == 0 {
+		return fmt.Errorf("%w: topic %q has no partitions", ErrInvalidPartitions, t.GetName())
+	}
+	for i, p := range t.GetPartitions() {
+		if p == nil || int(p.GetPartition()) != i {
+			return fmt.Errorf("%w: topic %q: entry %d is partition %d, want %d", ErrInvalidPartitions, t.GetName(), i, p.GetPartition(), i)
+		}
+		if err := validatePartition(p, rf); err != nil {
+			return fmt.Errorf("topic %q partition %d: %w", t.GetName(), i, err)
+		}
+	}
+	return nil
+}
+
+// validatePartition checks one partition's replicas, leader and ISR.
+func validatePartition(p *messages.PartitionState, rf int) error {
+	replicas := p.GetReplicas()
+	if len(replicas) != rf {
+		return fmt.Errorf("%w: %d replicas %v, want %d", ErrInvalidReplicationFactor, len(replicas), replicas, rf)
+	}
+	for i, r := range replicas {
+		if r < 1 {
+			return fmt.Errorf("%w: replica host id %d, want >= 1", ErrInvalidReplicaAssignment, r)
+		}
+		if slices.Contains(replicas[:i], r) {
+			return fmt.Errorf("%w: host %d listed twice in replicas %v", ErrInvalidReplicaAssignment, r, replicas)
+		}
+	}
+	isr := p.GetIsr()
+	for i, r := range isr {
+		if !slices.Contains(replicas, r) {
+			return fmt.Errorf("%w: ISR member %d is not a replica %v", ErrInvalidReplicaAssignment, r, replicas)
+		}
+		if slices.Contains(isr[:i], r) {
+			return fmt.Errorf("%w: host %d listed twice in ISR %v", ErrInvalidReplicaAssignment, r, isr)
+		}
+	}
+	if l := p.GetLeader(); l != -1 && !slices.Contains(isr, l) {
+		return fmt.Errorf("%w: leader %d is not in the ISR %v", ErrInvalidReplicaAssignment, l, isr)
+	}
+	if p.GetLeaderEpoch() < 0 || p.GetPartitionEpoch() < 0 {
+		return fmt.Errorf("%w: negative epoch (leader %d, partition %d)", ErrInvalidReplicaAssignment, p.GetLeaderEpoch(), p.GetPartitionEpoch())
+	}
+	return nil
+}

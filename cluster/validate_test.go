@@ -1,0 +1,247 @@
+// validate_test.go: table tests of topic name, config and topic validation
+// and of the config-to-storage mapping.
+
+package cluster_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+)
+
+func TestValidateTopicName(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"orders", true},
+		{"Orders.v2_eu-west-1", true},
+		{"a", true},
+		{"...", true},
+		{"__consumer_offsets", true},
+		{strings.Repeat("x", 249), true},
+		{strings.Repeat("x", 250), false},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"a/b", false},
+		{"a b", false},
+		{"topic!", false},
+		{"tôpic", false},
+		{"a\x00", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := cluster.ValidateTopicName(tt.name)
+			if tt.ok && err != nil {
+				t.Fatalf("ValidateTopicName(%q) = %v, want nil", tt.name, err)
+			}
+			if !tt.ok && !errors.Is(err, cluster.ErrInvalidTopic) {
+				t.Fatalf("ValidateTopicName(%q) = %v, want ErrInvalidTopic", tt.name, err)
+			}
+		})
+	}
+}
+
+func TestValidateTopicConfigs(t *testing.T) {
+	tests := []struct {
+		key, value string
+		ok         bool
+	}{
+		{"retention.ms", "-1", true},
+		{"retention.ms", "1", true},
+		{"retention.ms", "604800000", true},
+		{"retention.ms", "9223372036854775807", true},
+		{"retention.ms", "0", false},
+		{"retention.ms", "-2", false},
+		{"retention.ms", "1h", false},
+		{"retention.ms", "", false},
+		{"retention.bytes", "-1", true},
+		{"retention.bytes", "0", true},
+		{"retention.bytes", "1073741824", true},
+		{"retention.bytes", "-2", false},
+		{"segment.bytes", "61", true},
+		{"segment.bytes", "60", false},
+		{"segment.bytes", "14", false},
+		{"segment.bytes", "2147483647", true},
+		{"segment.bytes", "2147483648", false},
+		{"segment.ms", "1", true},
+		{"segment.ms", "0", false},
+		{"segment.ms", "-1", false},
+		{"max.message.bytes", "1048588", true},
+		{"max.message.bytes", "61", true},
+		{"max.message.bytes", "60", false},
+		{"max.message.bytes", "0", false},
+		{"max.message.bytes", "2147483635", true},
+		{"max.message.bytes", "2147483636", false},
+		{"flush.policy", "never", true},
+		{"flush.policy", "batch", true},
+		{"flush.policy", "100ms", true},
+		{"flush.policy", "0s", false},
+		{"flush.policy", "-1s", false},
+		{"flush.policy", "always", false},
+		{"flush.policy", "", false},
+		{"min.insync.replicas", "1", true},
+		{"min.insync.replicas", "3", true},
+		{"min.insync.replicas", "0", false},
+		{"min.insync.replicas", "2147483648", false},
+		{"message.timestamp.type", "CreateTime", true},
+		{"message.timestamp.type", "LogAppendTime", true},
+		{"message.timestamp.type", "createtime", false},
+		{"cleanup.policy", "delete", false},
+		{"", "1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			err := cluster.ValidateTopicConfigs(map[string]string{tt.key: tt.value})
+			if tt.ok && err != nil {
+				t.Fatalf("%s=%q: %v, want nil", tt.key, tt.value, err)
+			}
+			if !tt.ok && !errors.Is(err, cluster.ErrInvalidConfig) {
+				t.Fatalf("%s=%q: %v, want ErrInvalidConfig", tt.key, tt.value, err)
+			}
+		})
+	}
+	if err := cluster.ValidateTopicConfigs(nil); err != nil {
+		t.Fatalf("nil configs: %v", err)
+	}
+}
+
+func TestStorageConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		configs map[string]string
+		want    storage.Config
+		minISR  int
+	}{
+		{name: "defaults", configs: nil, want: storage.Config{}, minISR: 1},
+		{
+			name: "all",
+			configs: map[string]string{
+				"retention.ms": "3600000", "retention.bytes": "1000000", "segment.bytes": "65536",
+				"segment.ms": "60000", "max.message.bytes": "2048", "flush.policy": "250ms",
+				"min.insync.replicas": "2", "message.timestamp.type": "LogAppendTime",
+			},
+			want: storage.Config{
+				Retention: time.Hour, RetentionBytes: 1000000, SegmentBytes: 65536, SegmentAge: time.Minute,
+				MaxMessageBytes: 2048, Flush: storage.FlushPolicy{Mode: storage.FlushInterval, Interval: 250 * time.Millisecond},
+				LogAppendTime: true,
+			},
+			minISR: 2,
+		},
+		{
+			name:    "forever",
+			configs: map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "flush.policy": "batch"},
+			want:    storage.Config{Retention: -time.Millisecond, RetentionBytes: -1, Flush: storage.FlushPolicy{Mode: storage.FlushEveryBatch}},
+			minISR:  1,
+		},
+		{
+			name:    "saturating and zero bytes",
+			configs: map[string]string{"retention.ms": "9223372036854775807", "retention.bytes": "0", "message.timestamp.type": "CreateTime"},
+			want:    storage.Config{Retention: math.MaxInt64, RetentionBytes: 1},
+			minISR:  1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := cluster.StorageConfig(tt.configs)
+			if err != nil {
+				t.Fatalf("StorageConfig: %v", err)
+			}
+			if got.Retention != tt.want.Retention || got.RetentionBytes != tt.want.RetentionBytes ||
+				got.SegmentBytes != tt.want.SegmentBytes || got.SegmentAge != tt.want.SegmentAge ||
+				got.MaxMessageBytes != tt.want.MaxMessageBytes || got.Flush != tt.want.Flush ||
+				got.LogAppendTime != tt.want.LogAppendTime {
+				t.Fatalf("StorageConfig = %+v, want %+v", got, tt.want)
+			}
+			minISR, err := cluster.MinInsyncReplicas(tt.configs)
+			if err != nil || minISR != tt.minISR {
+				t.Fatalf("MinInsyncReplicas = %d, %v; want %d", minISR, err, tt.minISR)
+			}
+		})
+	}
+	if _, err := cluster.StorageConfig(map[string]string{"segment.bytes": "1"}); !errors.Is(err, cluster.ErrInvalidConfig) {
+		t.Fatalf("StorageConfig(bad) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestStorageConfigOpens checks that what StorageConfig maps is accepted by
+// storage itself, at the edges of every range.
+func TestStorageConfigOpens(t *testing.T) {
+	for _, configs := range []map[string]string{
+		{"segment.bytes": "61", "max.message.bytes": "61", "retention.ms": "-1", "retention.bytes": "0"},
+		{"segment.bytes": "2147483647", "max.message.bytes": "2147483635", "segment.ms": "1", "flush.policy": "batch"},
+	} {
+		cfg, err := cluster.StorageConfig(configs)
+		if err != nil {
+			t.Fatalf("StorageConfig(%v): %v", configs, err)
+		}
+		l, err := storage.Open(t.TempDir(), cfg)
+		if err != nil {
+			t.Fatalf("storage.Open with %v: %v", configs, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("close log: %v", err)
+		}
+	}
+}
+
+func TestValidateTopic(t *testing.T) {
+	valid := func() *messages.TopicMetadata {
+		return newTopic(t, "t", 3, 2, map[string]string{"retention.ms": "1000"})
+	}
+	tests := []struct {
+		name   string
+		mutate func(*messages.TopicMetadata)
+		want   error
+	}{
+		{"valid", func(*messages.TopicMetadata) {}, nil},
+		{"no leader", func(m *messages.TopicMetadata) { m.Partitions[0].Leader = -1 }, nil},
+		{"shrunk isr", func(m *messages.TopicMetadata) { m.Partitions[1].Isr = m.Partitions[1].Isr[:1] }, nil},
+		{"bad name", func(m *messages.TopicMetadata) { m.Name = "a/b" }, cluster.ErrInvalidTopic},
+		{"bad config", func(m *messages.TopicMetadata) { m.Configs["nope"] = "1" }, cluster.ErrInvalidConfig},
+		{"rf 0", func(m *messages.TopicMetadata) { m.ReplicationFactor = 0 }, cluster.ErrInvalidReplicationFactor},
+		{"rf mismatch", func(m *messages.TopicMetadata) { m.ReplicationFactor = 3 }, cluster.ErrInvalidReplicationFactor},
+		{"no partitions", func(m *messages.TopicMetadata) { m.Partitions = nil }, cluster.ErrInvalidPartitions},
+		{"misnumbered", func(m *messages.TopicMetadata) { m.Partitions[1].Partition = 2 }, cluster.ErrInvalidPartitions},
+		{"nil partition", func(m *messages.TopicMetadata) { m.Partitions[2] = nil }, cluster.ErrInvalidPartitions},
+		{"duplicate replica", func(m *messages.TopicMetadata) {
+			p := m.Partitions[0]
+			p.Replicas[1] = p.Replicas[0]
+			p.Isr = p.Isr[:1]
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"unset host", func(m *messages.TopicMetadata) { m.Partitions[0].Replicas[1] = 0 }, cluster.ErrInvalidReplicaAssignment},
+		{"leader 0", func(m *messages.TopicMetadata) { m.Partitions[0].Leader = 0 }, cluster.ErrInvalidReplicaAssignment},
+		{"leader outside isr", func(m *messages.TopicMetadata) {
+			p := m.Partitions[0]
+			p.Isr = []int32{p.Replicas[1]}
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"isr outside replicas", func(m *messages.TopicMetadata) { m.Partitions[0].Isr = append(m.Partitions[0].Isr, 99) }, cluster.ErrInvalidReplicaAssignment},
+		{"duplicate isr", func(m *messages.TopicMetadata) {
+			m.Partitions[0].Isr = append(m.Partitions[0].Isr, m.Partitions[0].Isr[0])
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"negative epoch", func(m *messages.TopicMetadata) { m.Partitions[0].LeaderEpoch = -1 }, cluster.ErrInvalidReplicaAssignment},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := valid()
+			tt.mutate(m)
+			err := cluster.ValidateTopic(m)
+			if tt.want == nil && err != nil {
+				t.Fatalf("ValidateTopic: %v, want nil", err)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("ValidateTopic: %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if err := cluster.ValidateTopic(nil); !errors.Is(err, cluster.ErrInvalidTopic) {
+		t.Fatalf("ValidateTopic(nil) = %v", err)
+	}
+}

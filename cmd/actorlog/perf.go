@@ -1,0 +1,325 @@
+// perf.go: `actorlog perf produce|consume`, after Kafka's
+// kafka-producer-perf-test and kafka-consumer-perf-test: a progress line
+// every 5 s and a summary in their formats.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/actorlog/actorlog/actors/consumer"
+	"github.com/actorlog/actorlog/actors/producer"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+func newPerfCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "perf", Short: "Measure produce and consume throughput"}
+	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g))
+	return cmd
+}
+
+// latencies collects per-record latencies in ms (as Kafka's tool samples).
+type latencies struct {
+	mu      sync.Mutex
+	samples []float64
+	sum     float64
+	max     float64
+	n       int64
+	// window for progress lines
+	wn   int64
+	wsum float64
+	wmax float64
+}
+
+func (l *latencies) add(ms float64) {
+	l.mu.Lock()
+	l.samples = append(l.samples, ms)
+	l.sum += ms
+	l.n++
+	l.max = max(l.max, ms)
+	l.wn++
+	l.wsum += ms
+	l.wmax = max(l.wmax, ms)
+	l.mu.Unlock()
+}
+
+func (l *latencies) window() (n int64, avg, mx float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, mx = l.wn, l.wmax
+	if n > 0 {
+		avg = l.wsum / float64(n)
+	}
+	l.wn, l.wsum, l.wmax = 0, 0, 0
+	return n, avg, mx
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func newPerfProduceCmd(g *globals) *cobra.Command {
+	var (
+		topic       string
+		numRecords  int64
+		recordSize  int
+		throughput  float64
+		acksFlag    string
+		batchSize   int
+		linger      time.Duration
+		compression string
+	)
+	cmd := &cobra.Command{
+		Use:   "produce --topic T --num-records N --record-size S",
+		Short: "Produce N records of S bytes as fast as allowed and report throughput and latency",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if numRecords <= 0 || recordSize <= 0 {
+				return fmt.Errorf("--num-records and --record-size must be positive")
+			}
+			acks, err := parseAcks(acksFlag)
+			if err != nil {
+				return err
+			}
+			codec, err := record.ParseCompression(compression)
+			if err != nil {
+				return err
+			}
+			c, err := g.connect()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := checkTopicPartition(c, topic, nil); err != nil {
+				return err
+			}
+			cfg := producer.ActorConfig{Acks: acks}
+			cfg.BatchSize, cfg.Linger, cfg.Compression = batchSize, linger, codec
+			cfg.BufferMemory = max(64<<20, 4*batchSize)
+			cfg.MaxRequestSize = max(producer.DefaultMaxRequestSize, batchSize)
+			p, err := producer.New(c, cfg)
+			if err != nil {
+				return err
+			}
+			payload := make([]byte, recordSize)
+			for i := range payload {
+				payload[i] = byte('A' + rand.IntN(26))
+			}
+			out := cmd.OutOrStdout()
+			var lat latencies
+			lat.samples = make([]float64, 0, numRecords)
+			var failed atomic.Int64
+			var firstErr atomic.Value
+			start := time.Now()
+			stopProgress := progress(out, start, &lat, recordSize)
+			// Records go to the producer in chunks (one mailbox message
+			// each), with at most maxOutstanding unacknowledged, so memory
+			// stays bounded and latency includes the wait for buffer space,
+			// as in Kafka's tool.
+			const chunk = 500
+			maxOutstanding := int64(max(cfg.BufferMemory/(recordSize+16), 2*chunk))
+			var outstanding atomic.Int64
+			space := make(chan struct{}, 1)
+			for sent := int64(0); sent < numRecords; {
+				if throughput > 0 {
+					if ahead := time.Duration(float64(sent)/throughput*float64(time.Second)) - time.Since(start); ahead > 0 {
+						time.Sleep(ahead)
+					}
+				}
+				for outstanding.Load() > maxOutstanding-chunk {
+					<-space
+				}
+				n := min(int64(chunk), numRecords-sent)
+				if throughput > 0 {
+					n = 1
+				}
+				recs := make([]producer.Send, n)
+				for i := range recs {
+					recs[i] = producer.Send{Topic: topic, Partition: producer.AnyPartition, Value: payload}
+				}
+				t0 := time.Now()
+				outstanding.Add(n)
+				p.ProduceMany(recs, func(d producer.Delivered) {
+					if d.Err != nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, d.Err)
+					} else {
+						lat.add(float64(time.Since(t0).Microseconds()) / 1000)
+					}
+					if outstanding.Add(-1) <= maxOutstanding-chunk {
+						select {
+						case space <- struct{}{}:
+						default:
+						}
+					}
+				})
+				sent += n
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			if err := p.Close(ctx); err != nil {
+				stopProgress()
+				return err
+			}
+			elapsed := time.Since(start)
+			stopProgress()
+			lat.mu.Lock()
+			sorted := slices.Clone(lat.samples)
+			n, sum, mx := lat.n, lat.sum, lat.max
+			lat.mu.Unlock()
+			slices.Sort(sorted)
+			avg := 0.0
+			if n > 0 {
+				avg = sum / float64(n)
+			}
+			rps := float64(n) / elapsed.Seconds()
+			fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.0f ms 50th, %.0f ms 95th, %.0f ms 99th, %.0f ms 99.9th.\n",
+				n, rps, rps*float64(recordSize)/(1024*1024), avg, mx,
+				percentile(sorted, 0.5), percentile(sorted, 0.95), percentile(sorted, 0.99), percentile(sorted, 0.999))
+			if f := failed.Load(); f > 0 {
+				return fmt.Errorf("%d of %d records failed; first error: %v", f, numRecords, firstErr.Load())
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&topic, "topic", "", "topic to produce to")
+	f.Int64Var(&numRecords, "num-records", 0, "number of records")
+	f.IntVar(&recordSize, "record-size", 100, "record value size in bytes")
+	f.Float64Var(&throughput, "throughput", -1, "records/sec to aim for (-1: as fast as possible)")
+	f.StringVar(&acksFlag, "acks", "all", "acknowledgements: 0, 1 or all")
+	f.IntVar(&batchSize, "batch-size", producer.DefaultBatchSize, "producer batch size in bytes")
+	f.DurationVar(&linger, "linger", producer.DefaultLinger, "producer linger")
+	f.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	if err := cmd.MarkFlagRequired("topic"); err != nil {
+		panic(err)
+	}
+	return cmd
+}
+
+// progress prints a Kafka-style progress line every 5 s until stopped.
+func progress(out io.Writer, start time.Time, lat *latencies, recordSize int) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				n, avg, mx := lat.window()
+				rps := float64(n) / now.Sub(last).Seconds()
+				last = now
+				fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+					n, rps, rps*float64(recordSize)/(1024*1024), avg, mx)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func newPerfConsumeCmd(g *globals) *cobra.Command {
+	var (
+		topic    string
+		messages int64
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "consume --topic T --messages N",
+		Short: "Consume N records from the beginning and report throughput",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if messages <= 0 {
+				return fmt.Errorf("--messages must be positive")
+			}
+			c, err := g.connect()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := checkTopicPartition(c, topic, nil); err != nil {
+				return err
+			}
+			var count, bytes atomic.Int64
+			done := make(chan struct{})
+			var once sync.Once
+			start := time.Now()
+			props, err := consumer.Props(consumer.Config{Client: c, Topic: topic, Start: consumer.Earliest(), MaxBytes: 4 << 20,
+				Handler: func(msgs []consumer.Message) {
+					var b int64
+					for _, m := range msgs {
+						b += int64(len(m.Value) + len(m.Key))
+					}
+					bytes.Add(b)
+					if count.Add(int64(len(msgs))) >= messages {
+						once.Do(func() { close(done) })
+					}
+				}})
+			if err != nil {
+				return err
+			}
+			pid := c.System().Root.Spawn(props)
+			defer c.System().Root.Stop(pid)
+			out := cmd.OutOrStdout()
+			t := time.NewTicker(5 * time.Second)
+			defer t.Stop()
+			idle := time.NewTimer(timeout)
+			defer idle.Stop()
+			last := int64(0)
+		wait:
+			for {
+				select {
+				case <-done:
+					break wait
+				case <-t.C:
+					n := count.Load()
+					fmt.Fprintf(out, "%d records consumed so far (%.1f records/sec)\n", n, float64(n)/time.Since(start).Seconds())
+					if n != last {
+						idle.Reset(timeout)
+						last = n
+					}
+				case <-idle.C:
+					return fmt.Errorf("timed out after %v with %d of %d records", timeout, count.Load(), messages)
+				}
+			}
+			elapsed := time.Since(start)
+			n, b := count.Load(), bytes.Load()
+			mb := float64(b) / (1024 * 1024)
+			fmt.Fprintln(out, "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec")
+			fmt.Fprintf(out, "%s, %s, %.4f, %.4f, %d, %.4f\n", kafkaTime(start), kafkaTime(time.Now()),
+				mb, mb/elapsed.Seconds(), n, float64(n)/elapsed.Seconds())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&topic, "topic", "", "topic to consume")
+	f.Int64Var(&messages, "messages", 0, "number of records to consume")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "fail after this long without progress")
+	if err := cmd.MarkFlagRequired("topic"); err != nil {
+		panic(err)
+	}
+	return cmd
+}
+
+// kafkaTime formats t as Kafka's perf tools do: "2006-01-02 15:04:05:000".
+func kafkaTime(t time.Time) string {
+	return fmt.Sprintf("%s:%03d", t.Format("2006-01-02 15:04:05"), t.Nanosecond()/1e6)
+}
