@@ -51,7 +51,8 @@ type Registration struct {
 //
 // Errors wrap ErrHostRegistered (another registration holds the id: a
 // duplicate host id, or this host's previous registration has not expired
-// yet), or an etcd error. The caller must Close the Registration.
+// yet, at another address), or an etcd error. A live registration at the
+// same advertised address is taken over (see below). The caller must Close the Registration.
 func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.Duration) (*Registration, error) {
 	if info.GetHostId() < 1 {
 		return nil, fmt.Errorf("cluster: register host: host id %d, want >= 1", info.GetHostId())
@@ -78,19 +79,36 @@ func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.
 		return nil, fmt.Errorf("cluster: register host %d: marshal: %w", id, err)
 	}
 	key := s.keys.Host(id)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(lease.ID))).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		revoke()
-		return nil, fmt.Errorf("cluster: register host %d: %w", id, err)
-	}
-	if !resp.Succeeded {
+	for attempt := 0; ; attempt++ {
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(val), clientv3.WithLease(lease.ID))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			revoke()
+			return nil, fmt.Errorf("cluster: register host %d: %w", id, err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		// A registration at our own advertised address is this host's
+		// previous incarnation, which crashed before its lease expired:
+		// the caller holds that address now, so no other live process
+		// does. Revoke the stale lease (its keys go with it) and retry
+		// once. Any other holder is a duplicate host id.
+		if attempt == 0 && len(kvs) > 0 && sameAddress(kvs[0].Value, info.GetAdvertisedAddress()) {
+			s.logger.WithFields(logrus.Fields{"host_id": id, "stale_lease": kvs[0].Lease}).Warn("replacing this host's registration left by a crash")
+			if _, err := s.client.Revoke(ctx, clientv3.LeaseID(kvs[0].Lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				revoke()
+				return nil, fmt.Errorf("cluster: register host %d: revoke stale registration: %w", id, err)
+			}
+			continue
+		}
 		revoke()
 		holder := "unknown"
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		if len(kvs) > 0 {
 			holder = fmt.Sprintf("broker epoch %d, lease %d", decodeEpoch(kvs[0].Value), kvs[0].Lease)
 		}
 		return nil, fmt.Errorf("cluster: register host %d: %w (held by %s)", id, ErrHostRegistered, holder)
@@ -116,6 +134,12 @@ func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.
 	go r.keepAlive(kctx, ka)
 	r.logger.WithFields(logrus.Fields{"ttl_seconds": secs, "address": info.GetAdvertisedAddress()}).Info("host registered")
 	return r, nil
+}
+
+// sameAddress reports whether an encoded HostInfo advertises addr.
+func sameAddress(b []byte, addr string) bool {
+	var h messages.HostInfo
+	return addr != "" && proto.Unmarshal(b, &h) == nil && h.GetAdvertisedAddress() == addr
 }
 
 // decodeEpoch returns the broker epoch of an encoded HostInfo, 0 if it

@@ -148,3 +148,30 @@ func TestRegistrationLost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRegisterTakesOverOwnStaleRegistration: a host that crashed and
+// restarted at the same address replaces its old registration at once
+// instead of waiting out the lease; another address is still refused.
+func TestRegisterTakesOverOwnStaleRegistration(t *testing.T) {
+	t.Parallel()
+	store, _ := clustertest.NewStore(t)
+	ctx := testCtx(t, 20*time.Second)
+	old, err := store.Register(ctx, &messages.HostInfo{HostId: 3, AdvertisedAddress: "127.0.0.1:9100"}, 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Register(ctx, &messages.HostInfo{HostId: 3, AdvertisedAddress: "127.0.0.1:9200"}, 6*time.Second)
+	wantErr(t, err, cluster.ErrHostRegistered)
+	renewed, err := store.Register(ctx, &messages.HostInfo{HostId: 3, AdvertisedAddress: "127.0.0.1:9100"}, 6*time.Second)
+	if err != nil {
+		t.Fatalf("re-register at the same address: %v", err)
+	}
+	defer renewed.Close()
+	if err := closedWithin(old.Done(), 10*time.Second); err != nil {
+		t.Fatalf("the stale registration's lease was not revoked: %v", err)
+	}
+	hosts, err := store.ListHosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].GetBrokerEpoch() != renewed.Epoch() || renewed.Epoch() == old.Epoch() {
+		t.Fatalf("hosts = %v, %v", hosts, err)
+	}
+}

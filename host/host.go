@@ -275,7 +275,9 @@ func (h *Host) shutdown(ctx context.Context) error {
 		}
 	}
 	if h.remote != nil {
-		h.remote.Shutdown(true)
+		// Not graceful: gRPC's graceful stop waits (up to 10 s) for every
+		// peer to hang up, and the replicas have drained already.
+		h.remote.Shutdown(false)
 	}
 	if h.reg != nil {
 		if err := h.reg.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,7 @@ type Client struct {
 	remote *remote.Remote
 	logger *logrus.Entry
 	corr   atomic.Int64
+	closed sync.Once
 }
 
 // New starts the client's actor system and remote endpoint. It does not
@@ -113,10 +115,14 @@ func (c *Client) RequestTimeout() time.Duration { return c.cfg.RequestTimeout }
 // NextCorrelationID returns a fresh correlation id.
 func (c *Client) NextCorrelationID() int64 { return c.corr.Add(1) }
 
-// Close stops the client's endpoint and actor system.
+// Close stops the client's endpoint and actor system. Idempotent.
 func (c *Client) Close() {
-	c.remote.Shutdown(true)
-	c.system.Shutdown()
+	c.closed.Do(func() {
+		// Not graceful: protoactor's graceful path races on its suspend
+		// flag (a data race in the library), and callers flush first.
+		c.remote.Shutdown(false)
+		c.system.Shutdown()
+	})
 }
 
 // Request sends msg to pid and waits for the reply (bounded by ctx and the

@@ -85,11 +85,30 @@ type Config struct {
 	MaxBytes int32
 	// RetryBackoff waits before refetching after an error (default 200 ms).
 	RetryBackoff time.Duration
+	// OnOutOfRange says what to do when the position is outside the log
+	// (Kafka's auto.offset.reset): ResetEarliest (default), ResetLatest, or
+	// Fail, which stops the partition and reports an error wrapping
+	// ErrOffsetOutOfRange to OnError.
+	OnOutOfRange OutOfRangePolicy
 	// OnError, if set, is told of errors the consumer recovers from (leader
 	// moves, timeouts) and of unrecoverable ones.
 	OnError func(error)
 	Logger  *logrus.Entry
 }
+
+// OutOfRangePolicy is what a consumer does at an out-of-range position.
+type OutOfRangePolicy int
+
+// The policies.
+const (
+	ResetEarliest OutOfRangePolicy = iota
+	ResetLatest
+	Fail
+)
+
+// ErrOffsetOutOfRange is reported (under the Fail policy) when a partition's
+// position is outside its log.
+var ErrOffsetOutOfRange = errors.New("consumer: offset out of range")
 
 // ErrConfig wraps configuration errors.
 var ErrConfig = errors.New("consumer: invalid config")
@@ -357,9 +376,19 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	p.inFlight = 0
 	switch code := resp.ErrorCode; {
 	case code == messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
-		c.report(fmt.Errorf("consumer: offset %d out of range for %s-%d (log %d..%d); restarting from the earliest offset",
-			p.position, c.cfg.Topic, p.id, resp.LogStartOffset, resp.HighWatermark))
-		p.position = resp.LogStartOffset
+		err := fmt.Errorf("%w: offset %d of %s-%d, the log holds %d..%d", ErrOffsetOutOfRange,
+			p.position, c.cfg.Topic, p.id, resp.LogStartOffset, resp.HighWatermark)
+		switch c.cfg.OnOutOfRange {
+		case Fail:
+			c.report(err)
+			p.leader = nil // stopped: fetch no more
+			return
+		case ResetLatest:
+			p.position = resp.HighWatermark
+		default:
+			p.position = resp.LogStartOffset
+		}
+		c.report(fmt.Errorf("%w; moving to offset %d", err, p.position))
 		c.fetch(ctx, p)
 		return
 	case code != 0:

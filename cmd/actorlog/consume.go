@@ -85,7 +85,20 @@ func newConsumeCmd(g *globals) *cobra.Command {
 				}
 				got <- len(msgs)
 			}
-			props, err := consumer.Props(consumer.Config{Client: c, Topic: topic, Partitions: parts, Start: start, Handler: handler})
+			cfg := consumer.Config{Client: c, Topic: topic, Partitions: parts, Start: start, Handler: handler}
+			if cmd.Flags().Changed("offset") {
+				// An explicit offset outside the log is the user's error.
+				cfg.OnOutOfRange = consumer.Fail
+				cfg.OnError = func(err error) {
+					if errors.Is(err, consumer.ErrOffsetOutOfRange) {
+						select {
+						case fatal <- err:
+						default:
+						}
+					}
+				}
+			}
+			props, err := consumer.Props(cfg)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,605 @@
+// e2e_test.go: the single-host product tested as a user runs it: a real
+// `actorlog host` process, the CLI as separate processes, and the Go API
+// from the test process. Hosts are stopped with SIGKILL where durability is
+// the claim.
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/producer"
+	"github.com/actorlog/actorlog/messages"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "actorlog-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "actorlog")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build actorlog: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeBase returns a port p such that p, p+1, p+2 (remote, etcd peer, etcd
+// client) and p+3 (HTTP) are free on loopback.
+func freeBase(t *testing.T) int {
+	t.Helper()
+	for try := 0; try < 200; try++ {
+		base := 20000 + rand.IntN(40000)
+		ok := true
+		var ls []net.Listener
+		for i := 0; i < 4 && ok; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free ports")
+	return 0
+}
+
+type hostProc struct {
+	t       *testing.T
+	dir     string
+	base    int
+	cmd     *exec.Cmd
+	logPath string
+}
+
+func (h *hostProc) addr() string     { return "127.0.0.1:" + strconv.Itoa(h.base) }
+func (h *hostProc) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(h.base+3) }
+
+func startHost(t *testing.T, dir string, base int) *hostProc {
+	t.Helper()
+	h := &hostProc{t: t, dir: dir, base: base, logPath: filepath.Join(t.TempDir(), "host.log")}
+	h.start()
+	t.Cleanup(func() { h.stop(syscall.SIGTERM) })
+	return h
+}
+
+func (h *hostProc) start() {
+	h.t.Helper()
+	t0 := time.Now()
+	defer func() { h.t.Logf("host start took %v", time.Since(t0)) }()
+	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.cmd = exec.Command(binPath, "host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr())
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	if err := h.cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	logf.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + h.httpAddr() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("host did not become healthy; log:\n%s", h.log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (h *hostProc) log() string {
+	b, err := os.ReadFile(h.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// stop signals the host and waits for it; it reports the exit code.
+func (h *hostProc) stop(sig syscall.Signal) int {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return -1
+	}
+	cmd := h.cmd
+	h.cmd = nil
+	t0 := time.Now()
+	defer func() { h.t.Logf("host stop (%v) took %v", sig, time.Since(t0)) }()
+	if err := cmd.Process.Signal(sig); err != nil {
+		return -1
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		h.t.Errorf("host did not exit on %v", sig)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// cli runs the actorlog binary against the host.
+func (h *hostProc) cli(stdin string, args ...string) (string, string, error) {
+	start := time.Now()
+	defer func() { h.t.Logf("actorlog %.60v took %v", args, time.Since(start)) }()
+	cmd := exec.Command(binPath, append([]string{"--bootstrap", h.addr()}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func (h *hostProc) mustCLI(stdin string, args ...string) string {
+	h.t.Helper()
+	out, errOut, err := h.cli(stdin, args...)
+	if err != nil {
+		h.t.Fatalf("actorlog %v: %v\nstderr: %s\nhost log:\n%s", args, err, errOut, h.log())
+	}
+	return out
+}
+
+func newClient(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	c, err := client.New(client.Config{Bootstrap: []string{addr}, Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// endOffsets parses `topics describe` for each partition's log end offset.
+func (h *hostProc) endOffsets(topic string) []int64 {
+	h.t.Helper()
+	out := h.mustCLI("", "topics", "describe", topic)
+	var ends []int64
+	for _, line := range strings.Split(out, "\n")[2:] {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		end, err := strconv.ParseInt(f[5], 10, 64)
+		if err != nil {
+			h.t.Fatalf("describe line %q: %v", line, err)
+		}
+		ends = append(ends, end)
+	}
+	return ends
+}
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+type consumed struct {
+	partition int32
+	offset    int64
+	key       string
+	value     string
+}
+
+// consumeAll reads n records with the CLI, parsing --print-offset --print-key output.
+func (h *hostProc) consumeAll(topic string, n int) []consumed {
+	h.t.Helper()
+	out := h.mustCLI("", "consume", topic, "--from-beginning", "--print-key", "--print-offset", "--max-messages", strconv.Itoa(n), "--timeout", "10s")
+	var recs []consumed
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), "\t", 3)
+		if len(f) != 3 {
+			h.t.Fatalf("bad consume line %q", sc.Text())
+		}
+		po := strings.SplitN(f[0], ":", 2)
+		p, _ := strconv.Atoi(po[0])
+		o, _ := strconv.ParseInt(po[1], 10, 64)
+		recs = append(recs, consumed{partition: int32(p), offset: o, key: f[1], value: f[2]})
+	}
+	return recs
+}
+
+func TestKeyedRecordsEndToEnd(t *testing.T) {
+	h := startHost(t, t.TempDir(), freeBase(t))
+	h.mustCLI("", "topics", "create", "orders", "--partitions", "4")
+
+	// 1000 keyed records through the CLI ...
+	var in strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&in, "user-%d:cli-%d\n", i%37, i)
+	}
+	h.mustCLI(in.String(), "produce", "orders", "--key-separator", ":", "--acks", "1")
+
+	// ... and 1000 through the Go API, acks=all.
+	c := newClient(t, h.addr())
+	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var failed atomicError
+	for i := 0; i < 1000; i++ {
+		p.ProduceAsync(&producer.Send{Topic: "orders", Partition: producer.AnyPartition,
+			Key: []byte(fmt.Sprintf("user-%d", i%37)), Value: []byte(fmt.Sprintf("api-%d", i)),
+			Callback: func(d producer.Delivered) { failed.set(d.Err) }})
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := failed.get(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	// The blocking call, too.
+	if off, err := p2(t, c).Produce(ctx, producer.Send{Topic: "orders", Partition: 3, Value: []byte("api-blocking")}); err != nil || off < 0 {
+		t.Fatalf("blocking produce: offset %d, %v", off, err)
+	}
+
+	recs := h.consumeAll("orders", 2001)
+	if len(recs) != 2001 {
+		t.Fatalf("consumed %d records, want 2001", len(recs))
+	}
+	part := producer.NewPartitioner(nil)
+	seen := map[string]bool{}
+	lastSeq := map[string][2]int{} // key -> last cli seq, last api seq
+	for _, r := range recs {
+		if seen[r.value] {
+			t.Fatalf("record %q consumed twice", r.value)
+		}
+		seen[r.value] = true
+		if r.value == "api-blocking" {
+			continue
+		}
+		if want := part.KeyPartition([]byte(r.key), 4); r.partition != want {
+			t.Fatalf("key %q in partition %d, murmur2 says %d", r.key, r.partition, want)
+		}
+		src, seqStr, _ := strings.Cut(r.value, "-")
+		seq, _ := strconv.Atoi(seqStr)
+		idx := 0
+		if src == "api" {
+			idx = 1
+		}
+		last, ok := lastSeq[r.key]
+		if !ok {
+			last = [2]int{-1, -1}
+		}
+		if seq <= last[idx] {
+			t.Fatalf("key %q: %s-%d after %s-%d: per-key order broken", r.key, src, seq, src, last[idx])
+		}
+		last[idx] = seq
+		lastSeq[r.key] = last
+	}
+	// Kafka's own example: "foobar" goes to partition 6 of 12.
+	if got := part.KeyPartition([]byte("foobar"), 12); got != 6 {
+		t.Fatalf("foobar -> %d, want 6", got)
+	}
+	desc := h.mustCLI("", "topics", "describe", "orders")
+	if !strings.Contains(desc, "Partitions: 4") {
+		t.Fatalf("describe: %s", desc)
+	}
+	if code := h.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
+	}
+}
+
+func TestSIGKILLDuringAcks1Production(t *testing.T) {
+	dir := t.TempDir()
+	h := startHost(t, dir, freeBase(t))
+	h.mustCLI("", "topics", "create", "durable", "--partitions", "2", "--config", "segment.bytes=65536")
+	c := newClient(t, h.addr())
+	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_LEADER, Config: producer.Config{MaxInFlight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	ackedOrder := map[int32][]string{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("v%07d", i)
+			p.ProduceAsync(&producer.Send{Topic: "durable", Partition: int32(i % 2), Value: []byte(v), Callback: func(d producer.Delivered) {
+				if d.Err == nil {
+					mu.Lock()
+					acked[v] = true
+					ackedOrder[d.Partition] = append(ackedOrder[d.Partition], v)
+					mu.Unlock()
+				}
+			}})
+			if i%200 == 199 {
+				time.Sleep(time.Millisecond) // keep the buffer from filling
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 20000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records acknowledged in 30 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := h.stop(syscall.SIGKILL); code != -int(syscall.SIGKILL) {
+		t.Fatalf("host did not die by SIGKILL: %d", code)
+	}
+	close(stop)
+	wg.Wait()
+	// Stop the producer before the restart, so its retries of unacknowledged
+	// batches do not land while the log is checked.
+	c.Close()
+	mu.Lock()
+	snapshot := map[string]bool{}
+	for k := range acked {
+		snapshot[k] = true
+	}
+	order := map[int32][]string{0: append([]string(nil), ackedOrder[0]...), 1: append([]string(nil), ackedOrder[1]...)}
+	mu.Unlock()
+
+	h.start()
+	recs := h.consumeAll("durable", int(sum(h.endOffsets("durable"))))
+	byPart := map[int32][]string{}
+	for _, r := range recs {
+		byPart[r.partition] = append(byPart[r.partition], r.value)
+	}
+	got := map[string]bool{}
+	for _, r := range recs {
+		if got[r.value] {
+			t.Fatalf("%s stored twice", r.value)
+		}
+		got[r.value] = true
+	}
+	for v := range snapshot {
+		if !got[v] {
+			t.Fatalf("acknowledged record %s lost after SIGKILL (%d acknowledged, %d recovered); host log:\n%s", v, len(snapshot), len(recs), h.log())
+		}
+	}
+	for part, want := range order {
+		// The acknowledged records appear in the log in acknowledgement order.
+		pos := 0
+		for _, v := range byPart[part] {
+			if pos < len(want) && v == want[pos] {
+				pos++
+			}
+		}
+		if pos != len(want) {
+			t.Fatalf("partition %d: acknowledged order not preserved (matched %d of %d)", part, pos, len(want))
+		}
+	}
+	t.Logf("%d acknowledged before SIGKILL, %d recovered", len(snapshot), len(recs))
+	// The restarted host takes new writes.
+	h.mustCLI("after-restart\n", "produce", "durable", "--partition", "0")
+	out := h.mustCLI("", "consume", "durable", "--partition", "0", "--offset", strconv.Itoa(len(byPart[0])), "--max-messages", "1", "--timeout", "10s")
+	if strings.TrimSpace(out) != "after-restart" {
+		t.Fatalf("new write after restart: %q", out)
+	}
+}
+
+func TestTornSegmentTailIsRecovered(t *testing.T) {
+	dir := t.TempDir()
+	h := startHost(t, dir, freeBase(t))
+	h.mustCLI("", "topics", "create", "torn", "--partitions", "1")
+	for i := 0; i < 5; i++ {
+		var in strings.Builder
+		for j := 0; j < 10; j++ {
+			fmt.Fprintf(&in, "batch%d-rec%d\n", i, j)
+		}
+		h.mustCLI(in.String(), "produce", "torn", "--acks", "1")
+	}
+	h.stop(syscall.SIGKILL)
+	// A torn write: the last batch is cut in half while the host is down.
+	seg := filepath.Join(dir, "torn-0", "00000000000000000000.log")
+	st, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(seg, st.Size()-40); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if ends := h.endOffsets("torn"); len(ends) != 1 || ends[0] != 40 {
+		t.Fatalf("log end after a torn tail: %v, want [40]", ends)
+	}
+	recs := h.consumeAll("torn", 40)
+	if len(recs) != 40 || recs[39].value != "batch3-rec9" {
+		t.Fatalf("after a torn tail: %d records (want the 40 before the torn batch)", len(recs))
+	}
+	h.mustCLI("new\n", "produce", "torn")
+	if recs := h.consumeAll("torn", 41); len(recs) != 41 || recs[40].offset != 40 || recs[40].value != "new" {
+		t.Fatalf("write after recovery: %+v", recs[len(recs)-1])
+	}
+}
+
+func TestBadInputGetsClearErrors(t *testing.T) {
+	h := startHost(t, t.TempDir(), freeBase(t))
+	h.mustCLI("", "topics", "create", "small", "--partitions", "2", "--config", "max.message.bytes=1000")
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"name with a space", "", []string{"topics", "create", "bad name"}, "INVALID_TOPIC_EXCEPTION"},
+		{"name dot", "", []string{"topics", "create", "."}, "INVALID_TOPIC_EXCEPTION"},
+		{"name too long", "", []string{"topics", "create", strings.Repeat("x", 250)}, "INVALID_TOPIC_EXCEPTION"},
+		{"zero partitions", "", []string{"topics", "create", "t0", "--partitions", "0"}, "INVALID_PARTITIONS"},
+		{"replication factor above hosts", "", []string{"topics", "create", "t1", "--replication-factor", "3"}, "INVALID_REPLICATION_FACTOR"},
+		{"unknown config", "", []string{"topics", "create", "t2", "--config", "retention.forever=1"}, "INVALID_CONFIG"},
+		{"bad config value", "", []string{"topics", "create", "t3", "--config", "retention.ms=soon"}, "INVALID_CONFIG"},
+		{"existing topic", "", []string{"topics", "create", "small"}, "TOPIC_ALREADY_EXISTS"},
+		{"describe unknown topic", "", []string{"topics", "describe", "nope"}, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"delete unknown topic", "", []string{"topics", "delete", "nope"}, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"produce to unknown topic", "x\n", []string{"produce", "nope"}, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"partition out of range", "x\n", []string{"produce", "small", "--partition", "7"}, "partition 7 out of range"},
+		{"record over max.message.bytes", strings.Repeat("z", 5000) + "\n", []string{"produce", "small"}, "MESSAGE_TOO_LARGE"},
+		{"bad acks", "x\n", []string{"produce", "small", "--acks", "2"}, "--acks"},
+		{"offset past the end", "", []string{"consume", "small", "--partition", "0", "--offset", "99", "--timeout", "5s"}, "out of range"},
+		{"consume partition out of range", "", []string{"consume", "small", "--partition", "-1", "--timeout", "2s"}, "out of range"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, err := h.cli(tc.stdin, tc.args...)
+			if err == nil {
+				t.Fatalf("exit 0; want an error mentioning %q", tc.want)
+			}
+			if lines := strings.Count(strings.TrimSpace(errOut), "\n") + 1; !strings.Contains(errOut, tc.want) || lines != 1 {
+				t.Fatalf("stderr %q: want one line mentioning %q", errOut, tc.want)
+			}
+		})
+	}
+	// Garbage bytes on the remote port, raw and after an HTTP/2 preface.
+	for _, junk := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n\x00\xff garbage"), append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), bytes.Repeat([]byte{0xde, 0xad}, 4096)...)} {
+		conn, err := net.Dial("tcp", h.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	// The host is still healthy and serving.
+	h.mustCLI("still-alive\n", "produce", "small", "--partition", "1")
+	if out := h.mustCLI("", "consume", "small", "--partition", "1", "--from-beginning", "--max-messages", "1", "--timeout", "10s"); strings.TrimSpace(out) != "still-alive" {
+		t.Fatalf("after garbage: %q", out)
+	}
+	// An unreachable host is one clear line.
+	cmd := exec.Command(binPath, "--bootstrap", "127.0.0.1:1", "topics", "list")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "no host reachable") {
+		t.Fatalf("unreachable host: %v %q", err, errb.String())
+	}
+}
+
+func TestTopicsSurviveRestartAndDeleteRemovesData(t *testing.T) {
+	dir := t.TempDir()
+	h := startHost(t, dir, freeBase(t))
+	h.mustCLI("", "topics", "create", "keep", "--partitions", "3", "--config", "retention.ms=3600000")
+	h.mustCLI("", "topics", "create", "gone", "--partitions", "1")
+	h.mustCLI("a\nb\n", "produce", "gone")
+	if code := h.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	h.start()
+	if out := h.mustCLI("", "topics", "list"); out != "gone\nkeep\n" {
+		t.Fatalf("topics after restart: %q", out)
+	}
+	if out := h.mustCLI("", "topics", "describe", "keep"); !strings.Contains(out, "retention.ms=3600000") {
+		t.Fatalf("configs after restart: %q", out)
+	}
+	h.mustCLI("", "topics", "delete", "gone")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "gone-0")); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deleted topic's log still on disk")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.mustCLI("", "topics", "create", "gone", "--partitions", "1")
+	if ends := h.endOffsets("gone"); len(ends) != 1 || ends[0] != 0 {
+		t.Fatalf("re-created topic has old records: end offsets %v", ends)
+	}
+}
+
+// p2 returns a second producer on c, closed with the test.
+func p2(t *testing.T, c *client.Client) *producer.Producer {
+	t.Helper()
+	p, err := producer.New(c, producer.ActorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("close producer: %v", err)
+		}
+	})
+	return p
+}
+
+// atomicError keeps the first error set.
+type atomicError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (a *atomicError) set(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
+}
+
+func (a *atomicError) get() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
