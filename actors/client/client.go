@@ -180,20 +180,35 @@ func (c *Client) Metadata(ctx context.Context, topics ...string) (*messages.Meta
 }
 
 // admin sends an admin request to a bootstrap host's broker (which
-// forwards it to the controller) and checks the reply.
+// forwards it to the controller) and checks the reply. NOT_CONTROLLER (no
+// controller elected yet, or an election in progress) is retried with
+// backoff until ctx ends, as Kafka's admin client does.
 func (c *Client) admin(ctx context.Context, msg proto.Message) (*messages.TopicMetadata, error) {
-	res, err := c.bootstrapRequest(ctx, messages.BrokerActorID, msg)
-	if err != nil {
-		return nil, err
+	backoff := 50 * time.Millisecond
+	for {
+		res, err := c.bootstrapRequest(ctx, messages.BrokerActorID, msg)
+		if err != nil {
+			return nil, err
+		}
+		resp, ok := res.(*messages.AdminResponse)
+		if !ok {
+			return nil, fmt.Errorf("client: unexpected admin reply %T", res)
+		}
+		if resp.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+			if err := resp.ErrorCode.Err(resp.ErrorMessage); err != nil {
+				return nil, err
+			}
+			return resp.Topic, nil
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, resp.ErrorCode.Err(resp.ErrorMessage)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
 	}
-	resp, ok := res.(*messages.AdminResponse)
-	if !ok {
-		return nil, fmt.Errorf("client: unexpected admin reply %T", res)
-	}
-	if err := resp.ErrorCode.Err(resp.ErrorMessage); err != nil {
-		return nil, err
-	}
-	return resp.Topic, nil
 }
 
 // CreateTopic creates a topic.

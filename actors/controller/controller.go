@@ -194,8 +194,11 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 	addr, err := c.leaderAddress(rctx)
 	cancel()
 	if err != nil || addr == "" || addr == c.cfg.Address {
-		ctx.Respond(&messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER,
-			ErrorMessage: fmt.Sprintf("no controller elected yet (%v)", err)})
+		why := "no controller elected yet"
+		if err != nil && !errors.Is(err, cluster.ErrNoController) {
+			why = fmt.Sprintf("cannot find the controller: %v", err)
+		}
+		ctx.Respond(&messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, ErrorMessage: why})
 		return
 	}
 	sender := ctx.Sender()
