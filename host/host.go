@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -219,6 +220,10 @@ func lockDir(dir string) (*os.File, error) {
 func (h *Host) startHTTP() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
+	// Profiles, for finding where time goes (the HTTP port is loopback by default).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/heap", pprof.Index)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-h.reg.Done():
