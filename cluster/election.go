@@ -112,6 +112,11 @@ func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
 
 // lost reports whether the session's lease is no longer kept alive.
 func (e *Election) lost() bool {
+	if e.session.Ctx().Err() != nil {
+		// Close cancels the session's context before its Done channel
+		// closes (asynchronously, when the keepalive loop ends).
+		return true
+	}
 	select {
 	case <-e.session.Done():
 		return true
