@@ -176,3 +176,38 @@ func (s *Store) Controller(ctx context.Context) (string, Fence, error) {
 	kv := resp.Kvs[0]
 	return string(kv.Value), Fence{Key: string(kv.Key), Epoch: kv.CreateRevision}, nil
 }
+
+// EvictCandidate revokes the session lease behind an election key, which
+// deletes the key (and any other key on that lease). It is for a host that
+// finds its own crashed incarnation still holding (or queued in) the
+// election: the new process has bound the same address, so the old one is
+// dead, and waiting out its TTL would leave the cluster without a
+// controller for that long. A key that is already gone is not an error.
+func (s *Store) EvictCandidate(ctx context.Context, key string) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("cluster: evict candidate %q: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+		return nil
+	}
+	if _, err := s.client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("cluster: evict candidate %q: %w", key, err)
+	}
+	s.logger.WithField("key", key).Warn("evicted a crashed incarnation's election candidacy")
+	return nil
+}
+
+// Candidates returns the election's keys and values, oldest first (the
+// first is the controller).
+func (s *Store) Candidates(ctx context.Context) (keys, values []string, err error) {
+	resp, err := s.client.Get(ctx, s.keys.Election()+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: list election candidates: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+		values = append(values, string(kv.Value))
+	}
+	return keys, values, nil
+}

@@ -17,11 +17,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
@@ -108,16 +110,20 @@ type Host struct {
 	logger   *logrus.Entry
 	lock     *os.File
 	system   *actor.ActorSystem
-	remote   *remote.Remote
 	etcd     *cluster.Etcd
 	store    *cluster.Store
 	reg      *cluster.Registration
-	metrics  *Metrics
-	http     *http.Server
-	broker   *actor.PID
-	ctrl     *actor.PID
-	stopOnce sync.Once
-	stopErr  error
+	cluster  *pcluster.Cluster
+	provider *cluster.MemberProvider
+	stopKeep chan struct{}
+	// localController is this host's controller activation, if it has one.
+	localController atomic.Pointer[actor.PID]
+	keepDone        chan struct{}
+	metrics         *Metrics
+	http            *http.Server
+	broker          *actor.PID
+	stopOnce        sync.Once
+	stopErr         error
 }
 
 // Start boots a host and returns once it serves requests.
@@ -155,12 +161,64 @@ func (h *Host) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	// The remote starts before etcd: both touch gRPC's global logger
-	// (DESIGN §8).
-	if h.remote, err = client.StartRemote(h.system, rc); err != nil {
+	// The controller is a cluster kind with one identity: protoactor places
+	// its activation on one member; its authority comes from the etcd
+	// election, so a second activation is a standby, never a rival.
+	controllerKind := pcluster.NewKind(ControllerKind, actor.PropsFromProducer(func() actor.Actor {
+		return controller.New(controller.Config{HostID: cfg.HostID, Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
+			OnStarted: func(pid *actor.PID) { h.localController.Store(pid) }})
+	}))
+	// Membership comes from the etcd registrations; etcd itself starts
+	// inside StartMember, after protoactor's remote (DESIGN §8).
+	provider := cluster.NewMemberProvider(func(c *pcluster.Cluster) (*cluster.Store, error) {
+		return h.startMetadata(ctx, c.ActorSystem.ID)
+	}, h.logger)
+	h.provider = provider
+	h.cluster = pcluster.New(h.system, pcluster.Configure("actorlog", provider, disthash.New(), rc,
+		pcluster.WithKinds(controllerKind), pcluster.WithRequestTimeout(10*time.Second)))
+	if err := startMember(h.cluster); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 
+	h.metrics = NewMetrics()
+	if cfg.HTTP != "off" {
+		if err := h.startHTTP(); err != nil {
+			return err
+		}
+	}
+	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
+		HostID: cfg.HostID, Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
+		Metrics: h.metrics, Logger: h.logger, Controller: h.controllerPID,
+	}), messages.BrokerActorID)
+	if err != nil {
+		return fmt.Errorf("host: spawn broker: %w", err)
+	}
+	h.keepController()
+	h.logger.WithFields(logrus.Fields{"listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
+	return nil
+}
+
+// ControllerKind is the protoactor cluster kind (and identity) of the
+// controller.
+const ControllerKind = "controller"
+
+// startMember starts the protoactor cluster member, turning its panics
+// (listen failures, provider errors) into errors.
+func startMember(c *pcluster.Cluster) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("start cluster member: %v", p)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// startMetadata starts the embedded etcd member, the metadata store and this
+// host's registration (called by the member provider).
+func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Store, error) {
+	cfg := h.cfg
+	var err error
 	h.etcd, err = cluster.StartEtcd(ctx, cluster.EtcdConfig{
 		Name:           fmt.Sprintf("host-%d", cfg.HostID),
 		DataDir:        filepath.Join(cfg.DataDir, "etcd"),
@@ -171,36 +229,42 @@ func (h *Host) start(ctx context.Context) error {
 		Logger:         h.logger.WithField("component", "etcd"),
 	})
 	if err != nil {
-		return fmt.Errorf("host: %w", err)
+		return nil, err
 	}
 	h.store = cluster.NewStore(h.etcd.Client(), "", h.logger.WithField("component", "metadata"))
-	h.reg, err = h.store.Register(ctx, &messages.HostInfo{HostId: cfg.HostID, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP}, cfg.LeaseTTL)
+	h.reg, err = h.store.Register(ctx, &messages.HostInfo{HostId: cfg.HostID, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP, MemberId: memberID}, cfg.LeaseTTL)
 	if err != nil {
-		return fmt.Errorf("host: register: %w", err)
+		return nil, fmt.Errorf("register: %w", err)
 	}
+	return h.store, nil
+}
 
-	h.metrics = NewMetrics()
-	if cfg.HTTP != "off" {
-		if err := h.startHTTP(); err != nil {
-			return err
+// controllerPID resolves the controller's activation through the cluster
+// (activating it if none exists), for the broker's admin forwarding.
+func (h *Host) controllerPID() *actor.PID {
+	return h.cluster.Get(ControllerKind, ControllerKind)
+}
+
+// keepController makes sure a controller activation exists somewhere in
+// the cluster, now and every few seconds (a member that held it may leave).
+func (h *Host) keepController() {
+	h.stopKeep = make(chan struct{})
+	h.keepDone = make(chan struct{})
+	go func() {
+		defer close(h.keepDone)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			if pid := h.controllerPID(); pid == nil {
+				h.logger.Debug("no controller activation yet")
+			}
+			select {
+			case <-h.stopKeep:
+				return
+			case <-t.C:
+			}
 		}
-	}
-	h.ctrl, err = h.system.Root.SpawnNamed(controller.Props(controller.Config{
-		HostID: cfg.HostID, Address: cfg.Advertise, Store: h.store,
-		SessionTTL: cfg.LeaseTTL, Logger: h.logger,
-	}), messages.ControllerActorID)
-	if err != nil {
-		return fmt.Errorf("host: spawn controller: %w", err)
-	}
-	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
-		HostID: cfg.HostID, Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
-		Metrics: h.metrics, Logger: h.logger,
-	}), messages.BrokerActorID)
-	if err != nil {
-		return fmt.Errorf("host: spawn broker: %w", err)
-	}
-	h.logger.WithFields(logrus.Fields{"listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir}).Info("host started")
-	return nil
+	}()
 }
 
 // lockDir takes an exclusive lock on dir/.lock so two hosts never share a
@@ -265,6 +329,10 @@ func (h *Host) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
+	if h.stopKeep != nil {
+		close(h.stopKeep)
+		<-h.keepDone
+	}
 	if h.broker != nil {
 		// Replicas serve what they have queued, then close their logs.
 		if _, err := h.system.Root.RequestFuture(h.broker, &broker.Drain{}, 30*time.Second).Result(); err != nil {
@@ -274,15 +342,28 @@ func (h *Host) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stop broker: %w", err))
 		}
 	}
-	if h.ctrl != nil {
-		if err := h.system.Root.PoisonFuture(h.ctrl).Wait(); err != nil {
-			errs = append(errs, fmt.Errorf("stop controller: %w", err))
+	if h.cluster != nil && h.cluster.Remote != nil {
+		// Stop a local controller activation first: it resigns, so
+		// another host's takes over at once.
+		if pid := h.localController.Load(); pid != nil {
+			if err := h.system.Root.PoisonFuture(pid).Wait(); err != nil {
+				errs = append(errs, fmt.Errorf("stop controller: %w", err))
+			}
 		}
 	}
-	if h.remote != nil {
-		// Not graceful: gRPC's graceful stop waits (up to 10 s) for every
-		// peer to hang up, and the replicas have drained already.
-		h.remote.Shutdown(false)
+	if h.provider != nil {
+		if err := h.provider.Shutdown(false); err != nil {
+			errs = append(errs, fmt.Errorf("stop member provider: %w", err))
+		}
+	}
+	if h.cluster != nil && h.cluster.Remote != nil {
+		// Stops the actor system (the controller activation with it) and
+		// the remote. Not graceful: protoactor's graceful leave sleeps 2 s
+		// and gRPC's graceful stop waits up to 10 s for peers to hang up;
+		// the replicas have drained already.
+		h.cluster.Shutdown(false)
+	} else if h.system != nil {
+		h.system.Shutdown()
 	}
 	if h.reg != nil {
 		if err := h.reg.Close(); err != nil {
@@ -293,9 +374,6 @@ func (h *Host) shutdown(ctx context.Context) error {
 		if err := h.etcd.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("stop etcd: %w", err))
 		}
-	}
-	if h.system != nil {
-		h.system.Shutdown()
 	}
 	if h.lock != nil {
 		if err := h.lock.Close(); err != nil {

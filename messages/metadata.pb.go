@@ -41,7 +41,11 @@ type HostInfo struct {
 	// registrations can be told apart.
 	BrokerEpoch int64 `protobuf:"varint,4,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
 	// Optional rack, for rack-aware replica placement.
-	Rack          string `protobuf:"bytes,5,opt,name=rack,proto3" json:"rack,omitempty"`
+	Rack string `protobuf:"bytes,5,opt,name=rack,proto3" json:"rack,omitempty"`
+	// The protoactor cluster member id of this incarnation (its actor
+	// system id): the membership protoactor's cluster sees is derived from
+	// these registrations.
+	MemberId      string `protobuf:"bytes,6,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +111,13 @@ func (x *HostInfo) GetBrokerEpoch() int64 {
 func (x *HostInfo) GetRack() string {
 	if x != nil {
 		return x.Rack
+	}
+	return ""
+}
+
+func (x *HostInfo) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
 	}
 	return ""
 }
@@ -306,13 +317,14 @@ var File_messages_metadata_proto protoreflect.FileDescriptor
 
 const file_messages_metadata_proto_rawDesc = "" +
 	"\n" +
-	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\xac\x01\n" +
+	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\xc9\x01\n" +
 	"\bHostInfo\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\x05R\x06hostId\x12-\n" +
 	"\x12advertised_address\x18\x02 \x01(\tR\x11advertisedAddress\x12!\n" +
 	"\fhttp_address\x18\x03 \x01(\tR\vhttpAddress\x12!\n" +
 	"\fbroker_epoch\x18\x04 \x01(\x03R\vbrokerEpoch\x12\x12\n" +
-	"\x04rack\x18\x05 \x01(\tR\x04rack\"\xc0\x01\n" +
+	"\x04rack\x18\x05 \x01(\tR\x04rack\x12\x1b\n" +
+	"\tmember_id\x18\x06 \x01(\tR\bmemberId\"\xc0\x01\n" +
 	"\x0ePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\x05R\breplicas\x12\x16\n" +

@@ -122,7 +122,9 @@ func (x *ListOffsetsRequest) GetCorrelationId() int64 {
 
 // ListOffsetsResponse answers a ListOffsetsRequest. When no record has a
 // timestamp at or after the requested one, error_code is
-// ERROR_CODE_UNSPECIFIED and offset and timestamp are -1.
+// ERROR_CODE_UNSPECIFIED, timestamp is -1 and offset is the high watermark:
+// where such a record will be written, decided atomically with the search
+// (Kafka answers -1 and leaves the client a racy second request).
 //
 // error_code is one of:
 //   - ERROR_CODE_UNSPECIFIED;
@@ -147,7 +149,8 @@ type ListOffsetsResponse struct {
 	// Timestamp of the record found, in milliseconds since the Unix epoch; -1
 	// for the earliest/latest look-ups and when nothing was found.
 	Timestamp int64 `protobuf:"varint,6,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	// The offset found, or -1 when nothing was found or on error.
+	// The offset found (the high watermark when no record is that new), or -1
+	// on error.
 	Offset int64 `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
 	// Leader epoch of the batch holding offset, or -1 when unknown.
 	LeaderEpoch   int32 `protobuf:"varint,8,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`

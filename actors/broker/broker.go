@@ -42,6 +42,9 @@ type Config struct {
 	DataDir string
 	Store   *cluster.Store
 	Metrics replica.Metrics
+	// Controller resolves the controller's PID (through the protoactor
+	// cluster); called off the actor's goroutine, as it may block.
+	Controller func() *actor.PID
 	// AdminTimeout bounds a forwarded admin request (default 15 s).
 	AdminTimeout time.Duration
 	Logger       *logrus.Entry
@@ -504,22 +507,37 @@ func (b *Broker) metadata(req *messages.MetadataRequest) *messages.MetadataRespo
 	return resp
 }
 
-// forwardAdmin passes an admin request to this host's controller actor,
-// which acts on it or forwards it to the elected controller.
+// forwardAdmin passes an admin request to the controller (resolved through
+// the protoactor cluster), which acts on it or forwards it to the elected
+// controller. The lookup and the wait run on a goroutine that touches no
+// broker state, so metadata requests are never held up behind them.
 func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
 	sender := ctx.Sender()
 	if sender == nil {
 		return
 	}
-	controller := actor.NewPID(b.cfg.Address, messages.ControllerActorID)
-	ctx.ReenterAfter(ctx.RequestFuture(controller, msg, b.cfg.AdminTimeout), func(res any, err error) {
-		if err != nil {
-			ctx.Send(sender, &messages.AdminResponse{
-				ErrorCode:    messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
-				ErrorMessage: fmt.Sprintf("controller did not answer: %v", err),
-			})
+	corr := int64(0)
+	if c, ok := msg.(interface{ GetCorrelationId() int64 }); ok {
+		corr = c.GetCorrelationId()
+	}
+	root, resolve, timeout := ctx.ActorSystem().Root, b.cfg.Controller, b.cfg.AdminTimeout
+	go func() {
+		fail := func(code messages.ErrorCode, text string) {
+			root.Send(sender, &messages.AdminResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text})
+		}
+		var pid *actor.PID
+		if resolve != nil {
+			pid = resolve()
+		}
+		if pid == nil {
+			fail(messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, "no controller activation reachable yet")
 			return
 		}
-		ctx.Send(sender, res)
-	})
+		res, err := root.RequestFuture(pid, msg, timeout).Result()
+		if err != nil {
+			fail(messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, fmt.Sprintf("controller did not answer: %v", err))
+			return
+		}
+		root.Send(sender, res)
+	}()
 }

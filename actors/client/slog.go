@@ -37,10 +37,14 @@ func toLogrus(level slog.Level) logrus.Level {
 	}
 }
 
-// benign lists protoactor messages that report ordinary events (a peer
-// closing its connection) at error level; they are logged at debug.
+// benign lists protoactor messages that report ordinary events at error
+// level — a client closing its connection, or going away before a reply
+// reached it — which are logged at debug. Hosts' liveness is judged by
+// their etcd leases, not by these.
 var benign = map[string]bool{
-	"EndpointWriter lost connection": true,
+	"EndpointWriter lost connection":                 true,
+	"EndpointWriter failed to connect":               true,
+	"EndpointWriter failed to create receive stream": true,
 }
 
 func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {

@@ -327,14 +327,9 @@ func (c *Consumer) resolvePosition(ctx actor.Context, p *partState) {
 		lo, err := cl.ListOffsets(rctx, meta, topic, ts)
 		res := positionResult{partition: id, err: err}
 		if err == nil {
+			// For a timestamp no record has reached, the leader answers
+			// its high watermark: where the first such record will go.
 			res.offset = lo.Offset
-			if lo.Offset < 0 { // no record that new: start at the end
-				if end, err := cl.ListOffsets(rctx, meta, topic, -1); err == nil {
-					res.offset = end.Offset
-				} else {
-					res.err = err
-				}
-			}
 		}
 		root.Send(self, res)
 	}()

@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
@@ -31,14 +33,14 @@ import (
 // Config configures a controller actor.
 type Config struct {
 	HostID int32
-	// Address is this host's advertised remote address (the election value,
-	// so standbys know where to forward).
-	Address string
-	Store   *cluster.Store
+	Store  *cluster.Store
 	// SessionTTL is the etcd session TTL of the election (default 10 s).
 	SessionTTL time.Duration
 	// RequestTimeout bounds one admin request's etcd work (default 10 s).
 	RequestTimeout time.Duration
+	// OnStarted, if set, is told the actor's PID when it starts (the host
+	// uses it to stop a local activation first on shutdown).
+	OnStarted func(self *actor.PID)
 	// MaxReplicationFactor is the largest replication factor accepted
 	// (default 1 until replication exists).
 	MaxReplicationFactor int32
@@ -58,10 +60,17 @@ type Controller struct {
 	logger *logrus.Entry
 	fence  *cluster.Fence // set while this host is the controller
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the campaign goroutine ends
 }
 
 // Props returns the controller's props.
 func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) })
+}
+
+// New returns a controller actor (for hosts that build their own props,
+// e.g. a protoactor cluster kind).
+func New(cfg Config) actor.Actor {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 10 * time.Second
 	}
@@ -74,9 +83,7 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &Controller{cfg: cfg, logger: cfg.Logger.WithField("component", "controller")}
-	})
+	return &Controller{cfg: cfg, logger: cfg.Logger.WithField("component", "controller")}
 }
 
 // Receive dispatches the controller's messages.
@@ -85,8 +92,15 @@ func (c *Controller) Receive(ctx actor.Context) {
 	case *actor.Started:
 		cctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
+		c.done = make(chan struct{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go c.campaign(cctx, func(m any) { root.Send(self, m) })
+		if c.cfg.OnStarted != nil {
+			c.cfg.OnStarted(self)
+		}
+		go func() {
+			defer close(c.done)
+			c.campaign(cctx, self, func(m any) { root.Send(self, m) })
+		}()
 	case elected:
 		f := msg.fence
 		c.fence = &f
@@ -100,9 +114,16 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.onAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
 		if c.cancel != nil {
+			// Resign before going, so a standby takes over at once
+			// instead of after the session TTL.
 			c.cancel()
+			select {
+			case <-c.done:
+			case <-time.After(5 * time.Second):
+				c.logger.Warn("controller campaign did not end in time")
+			}
 		}
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped, *actor.Restarting, *pcluster.ClusterInit:
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("controller: unknown message")
 	}
@@ -110,15 +131,17 @@ func (c *Controller) Receive(ctx actor.Context) {
 
 // campaign wins the election (waiting as a standby until then), reports
 // it, waits for the session to end, reports that, and starts over.
-func (c *Controller) campaign(ctx context.Context, post func(any)) {
+func (c *Controller) campaign(ctx context.Context, self *actor.PID, post func(any)) {
+	value := encodePID(self)
 	for ctx.Err() == nil {
+		c.evictCrashedSelf(ctx, self)
 		el, err := c.cfg.Store.NewElection(ctx, c.cfg.SessionTTL)
 		if err != nil {
 			c.logger.WithError(err).Warn("cannot start an election session; retrying")
 			sleepCtx(ctx, time.Second)
 			continue
 		}
-		fence, err := el.Campaign(ctx, c.cfg.Address)
+		fence, err := el.Campaign(ctx, value)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.logger.WithError(err).Warn("campaign failed; retrying")
@@ -191,9 +214,13 @@ func (c *Controller) onAdmin(ctx actor.Context, msg proto.Message) {
 // forward sends an admin request to the elected controller's host.
 func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-	addr, err := c.leaderAddress(rctx)
+	value, _, err := c.cfg.Store.Controller(rctx)
 	cancel()
-	if err != nil || addr == "" || addr == c.cfg.Address {
+	leader, perr := decodePID(value)
+	if err == nil && perr != nil {
+		err = perr
+	}
+	if err != nil || leader.Equal(ctx.Self()) {
 		why := "no controller elected yet"
 		if err != nil && !errors.Is(err, cluster.ErrNoController) {
 			why = fmt.Sprintf("cannot find the controller: %v", err)
@@ -202,19 +229,50 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 		return
 	}
 	sender := ctx.Sender()
-	ctx.ReenterAfter(ctx.RequestFuture(actor.NewPID(addr, messages.ControllerActorID), msg, c.cfg.RequestTimeout), func(res any, err error) {
+	ctx.ReenterAfter(ctx.RequestFuture(leader, msg, c.cfg.RequestTimeout), func(res any, err error) {
 		if err != nil {
-			res = &messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
-				ErrorMessage: fmt.Sprintf("controller at %s did not answer: %v", addr, err)}
+			// The elected controller is gone or unreachable; its lease will
+			// lapse and another will be elected. NOT_CONTROLLER is retriable.
+			res = &messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER,
+				ErrorMessage: fmt.Sprintf("controller %s did not answer: %v", leader, err)}
 		}
 		ctx.Send(sender, res)
 	})
 }
 
-// leaderAddress is the elected controller's address (its campaign value).
-func (c *Controller) leaderAddress(ctx context.Context) (string, error) {
-	addr, _, err := c.cfg.Store.Controller(ctx)
-	return addr, err
+// evictCrashedSelf removes election candidacies left by an earlier
+// incarnation of this host (same address, another actor id): that process
+// is dead (this one holds its address), and its lease would otherwise keep
+// the cluster without a controller until it expires.
+func (c *Controller) evictCrashedSelf(ctx context.Context, self *actor.PID) {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	keys, values, err := c.cfg.Store.Candidates(rctx)
+	if err != nil {
+		c.logger.WithError(err).Debug("listing election candidates")
+		return
+	}
+	for i, v := range values {
+		pid, err := decodePID(v)
+		if err != nil || pid.Address != self.Address || pid.Id == self.Id {
+			continue
+		}
+		if err := c.cfg.Store.EvictCandidate(rctx, keys[i]); err != nil {
+			c.logger.WithError(err).Warn("cannot evict a crashed incarnation's candidacy")
+		}
+	}
+}
+
+// encodePID and decodePID carry the elected controller's PID as its
+// election value ("address#id"), so standbys can forward to it directly.
+func encodePID(pid *actor.PID) string { return pid.Address + "#" + pid.Id }
+
+func decodePID(v string) (*actor.PID, error) {
+	addr, id, ok := strings.Cut(v, "#")
+	if !ok || addr == "" || id == "" {
+		return nil, fmt.Errorf("controller: election value %q is not a PID", v)
+	}
+	return actor.NewPID(addr, id), nil
 }
 
 func (c *Controller) liveHosts(ctx context.Context) ([]int32, error) {

@@ -2,7 +2,11 @@
 //
 // ListOffsets: timestamp -2 is the log start offset, -1 the high watermark
 // (the "latest" a consumer may read to), otherwise the first offset whose
-// record timestamp is >= the given one (offset -1 when there is none).
+// record timestamp is >= the given one. When no record is that new, the
+// answer is the high watermark with timestamp -1: where such a record will
+// be written, decided in the same step as the search, so a consumer seeking
+// to "now" cannot miss a record produced between two lookups (Kafka answers
+// -1 and leaves the client a racy second request).
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (other negative timestamps),
 // CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR.
@@ -49,6 +53,8 @@ func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequ
 				code, msg = codeFor(err), err.Error()
 			case found && off < r.hw:
 				resp.Offset, resp.Timestamp = off, t
+			default:
+				resp.Offset = r.hw
 			}
 		}
 	}

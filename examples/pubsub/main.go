@@ -81,7 +81,8 @@ func run(bootstrap, topic string, n int) error {
 	// The consumer actor reads every partition from the first record
 	// produced from now on, and hands records to the printer.
 	start := time.Now().UnixMilli()
-	cprops, err := consumer.Props(consumer.Config{Client: c, Topic: topic, Start: consumer.AtTimestamp(start), Target: printer})
+	cprops, err := consumer.Props(consumer.Config{Client: c, Topic: topic, Start: consumer.AtTimestamp(start), Target: printer,
+		OnError: func(err error) { fmt.Fprintln(os.Stderr, "consumer:", err) }})
 	if err != nil {
 		return err
 	}
