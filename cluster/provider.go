@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
@@ -31,6 +32,13 @@ import (
 type MemberProvider struct {
 	setup  func(c *pcluster.Cluster) (*Store, error)
 	logger *logrus.Entry
+
+	// topology serializes member-list updates with identity look-ups:
+	// protoactor's disthash lookup (at the version served here) reads its
+	// member table without a lock while a topology update rewrites it —
+	// the race detector reports it. Updates come only from this provider,
+	// so look-ups made through Lookup cannot race them.
+	topology sync.Mutex
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -95,7 +103,7 @@ func (p *MemberProvider) follow(ctx context.Context, store *Store, ml *pcluster.
 		for _, h := range snap.Hosts {
 			hosts[h.HostId] = h
 		}
-		ml.UpdateClusterTopology(members(hosts, kinds, p.logger))
+		p.update(ml, members(hosts, kinds, p.logger))
 		for ev := range store.WatchHosts(ctx, snap.Revision) {
 			if ev.Err != nil {
 				p.logger.WithError(ev.Err).Warn("host watch ended; listing again")
@@ -106,9 +114,23 @@ func (p *MemberProvider) follow(ctx context.Context, store *Store, ml *pcluster.
 			} else {
 				hosts[ev.HostID] = ev.Host
 			}
-			ml.UpdateClusterTopology(members(hosts, kinds, p.logger))
+			p.update(ml, members(hosts, kinds, p.logger))
 		}
 	}
+}
+
+func (p *MemberProvider) update(ml *pcluster.MemberList, ms []*pcluster.Member) {
+	p.topology.Lock()
+	defer p.topology.Unlock()
+	ml.UpdateClusterTopology(ms)
+}
+
+// Lookup resolves a cluster identity (activating it if needed) without
+// racing a topology update; see MemberProvider.topology.
+func (p *MemberProvider) Lookup(c *pcluster.Cluster, identity, kind string) *actor.PID {
+	p.topology.Lock()
+	defer p.topology.Unlock()
+	return c.Get(identity, kind)
 }
 
 // members turns registrations into protoactor members (every host serves

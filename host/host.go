@@ -242,7 +242,7 @@ func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Sto
 // controllerPID resolves the controller's activation through the cluster
 // (activating it if none exists), for the broker's admin forwarding.
 func (h *Host) controllerPID() *actor.PID {
-	return h.cluster.Get(ControllerKind, ControllerKind)
+	return h.provider.Lookup(h.cluster, ControllerKind, ControllerKind)
 }
 
 // keepController makes sure a controller activation exists somewhere in

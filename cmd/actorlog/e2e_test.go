@@ -95,7 +95,12 @@ func startHost(t *testing.T, dir string, base int) *hostProc {
 	t.Helper()
 	h := &hostProc{t: t, dir: dir, base: base, logPath: filepath.Join(t.TempDir(), "host.log")}
 	h.start()
-	t.Cleanup(func() { h.stop(syscall.SIGTERM) })
+	t.Cleanup(func() {
+		// A clean stop exits 0; a race report under -race exits 66.
+		if code := h.stop(syscall.SIGTERM); code > 0 {
+			t.Errorf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
+		}
+	})
 	return h
 }
 
