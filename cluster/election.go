@@ -91,6 +91,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
 		if e.lost() {
 			return Fence{}, fmt.Errorf("cluster: campaign: %w", ErrLeaseLost)
 		}
+		e.withdraw()
 		return Fence{}, fmt.Errorf("cluster: campaign: %w", err)
 	}
 	f := Fence{Key: e.election.Key(), Epoch: e.election.Rev()}
@@ -108,6 +109,21 @@ func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
 	}
 	e.logger.WithFields(logrus.Fields{"controller_epoch": f.Epoch, "election_key": f.Key}).Info("elected controller")
 	return f, nil
+}
+
+// withdraw deletes this candidate's key after a failed Campaign. etcd's
+// Campaign cleans up after a cancelled wait, but not when the context ends
+// while its own put is in flight: the put may still land, leaving a
+// candidacy nobody waits on until the session ends. The key is the
+// election prefix and the session's lease id, as concurrency.Election
+// names it.
+func (e *Election) withdraw() {
+	key := fmt.Sprintf("%s/%x", e.store.keys.Election(), e.session.Lease())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.session.Client().Delete(ctx, key); err != nil {
+		e.logger.WithError(err).WithField("key", key).Warn("withdraw candidacy after a failed campaign")
+	}
 }
 
 // lost reports whether the session's lease is no longer kept alive.
