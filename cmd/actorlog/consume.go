@@ -110,10 +110,18 @@ func newConsumeCmd(g *globals) *cobra.Command {
 			timer := time.NewTimer(idle)
 			defer timer.Stop()
 			var total int64
+			var progress *counter
+			if f, ok := cmd.OutOrStdout().(*os.File); !ok || !isTerminal(f) {
+				progress = newCounter("consuming") // output is redirected: show progress on stderr
+			} else {
+				progress = &counter{}
+			}
+			defer progress.done()
 			for {
 				select {
 				case k := <-got:
 					total += int64(k)
+					progress.add(k)
 					if maxMessages > 0 && total >= maxMessages {
 						return nil
 					}

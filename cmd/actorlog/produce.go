@@ -78,6 +78,8 @@ func newProduceCmd(g *globals) *cobra.Command {
 					mu.Unlock()
 				}
 			}
+			progress := newCounter("producing")
+			defer progress.done()
 			sc := bufio.NewScanner(cmd.InOrStdin())
 			sc.Buffer(make([]byte, 64<<10), 64<<20)
 			sent := 0
@@ -95,6 +97,7 @@ func newProduceCmd(g *globals) *cobra.Command {
 				}
 				p.ProduceAsync(msg)
 				sent++
+				progress.add(1)
 			}
 			if err := sc.Err(); err != nil {
 				return fmt.Errorf("read stdin: %w", err)
