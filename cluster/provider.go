@@ -95,7 +95,7 @@ func (p *MemberProvider) follow(ctx context.Context, store *Store, ml *pcluster.
 		if err != nil {
 			if ctx.Err() == nil {
 				p.logger.WithError(err).Warn("listing hosts failed; retrying")
-				sleep(ctx, time.Second)
+				SleepCtx(ctx, time.Second)
 			}
 			continue
 		}
@@ -164,7 +164,8 @@ func member(h *messages.HostInfo, kinds []string) (*pcluster.Member, error) {
 	return &pcluster.Member{Id: h.MemberId, Host: host, Port: int32(port), Kinds: append([]string(nil), kinds...)}, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// SleepCtx waits for d or until ctx ends, whichever comes first.
+func SleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -226,31 +226,20 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 					break // refill from this frame
 				}
 				// A frame larger than the buffer: read it alone.
+				frame := rem
 				if verify {
-					whole := make([]byte, fsz)
-					if m, err := f.ReadAt(whole, at); m < fsz {
+					frame = make([]byte, fsz)
+					if m, err := f.ReadAt(frame, at); m < fsz {
 						return at, fmt.Errorf("read frame at %d: %w", at, errors.Join(record.ErrShortBuffer, err))
 					}
-					if err := verifyFrame(whole, &h); err != nil {
-						return at, err
-					}
-				} else if h.Magic != record.Magic {
-					return at, fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
 				}
-				if err := visit(&h, at); err != nil {
+				if err := checkScanned(frame, &h, at, verify, visit); err != nil {
 					return at, err
 				}
 				i += fsz
 				break
 			}
-			if verify {
-				if err := verifyFrame(rem[:fsz], &h); err != nil {
-					return at, err
-				}
-			} else if h.Magic != record.Magic {
-				return at, fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
-			}
-			if err := visit(&h, at); err != nil {
+			if err := checkScanned(rem[:fsz], &h, at, verify, visit); err != nil {
 				return at, err
 			}
 			i += fsz
@@ -258,6 +247,19 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 		pos += int64(i)
 	}
 	return pos, nil
+}
+
+// checkScanned checks one scanned frame (whole when verify, else only its
+// header need be present) and hands it to visit.
+func checkScanned(frame []byte, h *record.Header, at int64, verify bool, visit func(h *record.Header, pos int64) error) error {
+	if verify {
+		if err := verifyFrame(frame, h); err != nil {
+			return err
+		}
+	} else if h.Magic != record.Magic {
+		return fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
+	}
+	return visit(h, at)
 }
 
 // verifyFrame is the check recovery applies to a frame: magic, CRC32C and,

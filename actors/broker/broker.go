@@ -177,7 +177,7 @@ func (b *Broker) follow(ctx context.Context, post func(any)) {
 		if err != nil {
 			if ctx.Err() == nil {
 				b.logger.WithError(err).Warn("listing metadata failed; retrying")
-				sleepCtx(ctx, time.Second)
+				cluster.SleepCtx(ctx, time.Second)
 			}
 			continue
 		}
@@ -218,15 +218,6 @@ func (b *Broker) relay(ctx context.Context, tch <-chan cluster.TopicEvent, hch <
 				post(hostChanged{id: ev.HostID, host: ev.Host})
 			}
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

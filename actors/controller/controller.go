@@ -138,14 +138,14 @@ func (c *Controller) campaign(ctx context.Context, self *actor.PID, post func(an
 		el, err := c.cfg.Store.NewElection(ctx, c.cfg.SessionTTL)
 		if err != nil {
 			c.logger.WithError(err).Warn("cannot start an election session; retrying")
-			sleepCtx(ctx, time.Second)
+			cluster.SleepCtx(ctx, time.Second)
 			continue
 		}
 		fence, err := el.Campaign(ctx, value)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.logger.WithError(err).Warn("campaign failed; retrying")
-				sleepCtx(ctx, time.Second)
+				cluster.SleepCtx(ctx, time.Second)
 			}
 			c.closeElection(el)
 			continue
@@ -168,15 +168,6 @@ func (c *Controller) campaign(ctx context.Context, self *actor.PID, post func(an
 func (c *Controller) closeElection(el *cluster.Election) {
 	if err := el.Close(); err != nil {
 		c.logger.WithError(err).Debug("closing election session")
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
