@@ -677,6 +677,151 @@ func (x *AdminResponse) GetTopic() *TopicMetadata {
 	return nil
 }
 
+// DescribeClusterRequest asks any host for the cluster's hosts and its
+// controller (read from etcd, not from the broker's cache).
+type DescribeClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeClusterRequest) Reset() {
+	*x = DescribeClusterRequest{}
+	mi := &file_messages_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeClusterRequest) ProtoMessage() {}
+
+func (x *DescribeClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeClusterRequest.ProtoReflect.Descriptor instead.
+func (*DescribeClusterRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DescribeClusterRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+// DescribeClusterResponse answers DescribeClusterRequest.
+//
+// Error codes: REQUEST_TIMED_OUT (etcd did not answer), UNKNOWN_SERVER_ERROR.
+type DescribeClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// Registered (live) hosts, by host id.
+	Hosts []*HostInfo `protobuf:"bytes,4,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	// Host id of the controller, -1 when none is elected.
+	ControllerId int32 `protobuf:"varint,5,opt,name=controller_id,json=controllerId,proto3" json:"controller_id,omitempty"`
+	// The controller epoch (its election key's create revision), 0 when none.
+	ControllerEpoch int64 `protobuf:"varint,6,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
+	// The elected controller activation's address, empty when none.
+	ControllerAddress string `protobuf:"bytes,7,opt,name=controller_address,json=controllerAddress,proto3" json:"controller_address,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DescribeClusterResponse) Reset() {
+	*x = DescribeClusterResponse{}
+	mi := &file_messages_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeClusterResponse) ProtoMessage() {}
+
+func (x *DescribeClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeClusterResponse.ProtoReflect.Descriptor instead.
+func (*DescribeClusterResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DescribeClusterResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DescribeClusterResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *DescribeClusterResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeClusterResponse) GetHosts() []*HostInfo {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *DescribeClusterResponse) GetControllerId() int32 {
+	if x != nil {
+		return x.ControllerId
+	}
+	return 0
+}
+
+func (x *DescribeClusterResponse) GetControllerEpoch() int64 {
+	if x != nil {
+		return x.ControllerEpoch
+	}
+	return 0
+}
+
+func (x *DescribeClusterResponse) GetControllerAddress() string {
+	if x != nil {
+		return x.ControllerAddress
+	}
+	return ""
+}
+
 var File_messages_admin_proto protoreflect.FileDescriptor
 
 const file_messages_admin_proto_rawDesc = "" +
@@ -742,7 +887,18 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x126\n" +
-	"\x05topic\x18\x04 \x01(\v2 .actorlog.messages.TopicMetadataR\x05topicB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\x05topic\x18\x04 \x01(\v2 .actorlog.messages.TopicMetadataR\x05topic\"?\n" +
+	"\x16DescribeClusterRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\xd4\x02\n" +
+	"\x17DescribeClusterResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x121\n" +
+	"\x05hosts\x18\x04 \x03(\v2\x1b.actorlog.messages.HostInfoR\x05hosts\x12#\n" +
+	"\rcontroller_id\x18\x05 \x01(\x05R\fcontrollerId\x12)\n" +
+	"\x10controller_epoch\x18\x06 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
+	"\x12controller_address\x18\a \x01(\tR\x11controllerAddressB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_admin_proto_rawDescOnce sync.Once
@@ -756,7 +912,7 @@ func file_messages_admin_proto_rawDescGZIP() []byte {
 	return file_messages_admin_proto_rawDescData
 }
 
-var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_messages_admin_proto_goTypes = []any{
 	(*MetadataRequest)(nil),          // 0: actorlog.messages.MetadataRequest
 	(*PartitionMetadata)(nil),        // 1: actorlog.messages.PartitionMetadata
@@ -767,29 +923,33 @@ var file_messages_admin_proto_goTypes = []any{
 	(*CreatePartitionsRequest)(nil),  // 6: actorlog.messages.CreatePartitionsRequest
 	(*AlterTopicConfigsRequest)(nil), // 7: actorlog.messages.AlterTopicConfigsRequest
 	(*AdminResponse)(nil),            // 8: actorlog.messages.AdminResponse
-	nil,                              // 9: actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	nil,                              // 10: actorlog.messages.CreateTopicRequest.ConfigsEntry
-	nil,                              // 11: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	(ErrorCode)(0),                   // 12: actorlog.messages.ErrorCode
-	(*HostInfo)(nil),                 // 13: actorlog.messages.HostInfo
-	(*TopicMetadata)(nil),            // 14: actorlog.messages.TopicMetadata
+	(*DescribeClusterRequest)(nil),   // 9: actorlog.messages.DescribeClusterRequest
+	(*DescribeClusterResponse)(nil),  // 10: actorlog.messages.DescribeClusterResponse
+	nil,                              // 11: actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	nil,                              // 12: actorlog.messages.CreateTopicRequest.ConfigsEntry
+	nil,                              // 13: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	(ErrorCode)(0),                   // 14: actorlog.messages.ErrorCode
+	(*HostInfo)(nil),                 // 15: actorlog.messages.HostInfo
+	(*TopicMetadata)(nil),            // 16: actorlog.messages.TopicMetadata
 }
 var file_messages_admin_proto_depIdxs = []int32{
-	12, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
-	12, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	14, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
+	14, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	1,  // 2: actorlog.messages.TopicMetadataResponse.partitions:type_name -> actorlog.messages.PartitionMetadata
-	9,  // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	13, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
+	11, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	15, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
 	2,  // 5: actorlog.messages.MetadataResponse.topics:type_name -> actorlog.messages.TopicMetadataResponse
-	10, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
-	11, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	12, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	14, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
+	13, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	14, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	16, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
+	14, // 10: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	15, // 11: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }
@@ -805,7 +965,7 @@ func file_messages_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_admin_proto_rawDesc), len(file_messages_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -146,6 +146,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.onDrain(ctx)
 	case *messages.MetadataRequest:
 		ctx.Respond(b.metadata(msg))
+	case *messages.DescribeClusterRequest:
+		b.describeCluster(ctx, msg)
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
 		b.forwardAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
@@ -496,6 +498,43 @@ func (b *Broker) metadata(req *messages.MetadataRequest) *messages.MetadataRespo
 		resp.Topics = append(resp.Topics, tr)
 	}
 	return resp
+}
+
+// describeCluster reads the live hosts and the controller from etcd on a
+// goroutine (it touches no broker state) and answers.
+func (b *Broker) describeCluster(ctx actor.Context, req *messages.DescribeClusterRequest) {
+	sender, root, store, timeout := ctx.Sender(), ctx.ActorSystem().Root, b.cfg.Store, b.cfg.AdminTimeout
+	if sender == nil {
+		return
+	}
+	go func() {
+		rctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		resp := &messages.DescribeClusterResponse{CorrelationId: req.CorrelationId, ControllerId: -1}
+		hosts, err := store.ListHosts(rctx)
+		if err == nil {
+			resp.Hosts = hosts
+			var value string
+			var fence cluster.Fence
+			value, fence, err = store.Controller(rctx)
+			switch {
+			case errors.Is(err, cluster.ErrNoController):
+				err = nil
+			case err == nil:
+				addr, _, _ := strings.Cut(value, "#")
+				resp.ControllerAddress, resp.ControllerEpoch = addr, fence.Epoch
+				for _, h := range hosts {
+					if h.AdvertisedAddress == addr {
+						resp.ControllerId = h.HostId
+					}
+				}
+			}
+		}
+		if err != nil {
+			resp.ErrorCode, resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()
+		}
+		root.Send(sender, resp)
+	}()
 }
 
 // forwardAdmin passes an admin request to the controller (resolved through

@@ -211,6 +211,19 @@ func (c *Client) admin(ctx context.Context, msg proto.Message) (*messages.TopicM
 	}
 }
 
+// DescribeCluster asks a bootstrap host for the live hosts and the controller.
+func (c *Client) DescribeCluster(ctx context.Context) (*messages.DescribeClusterResponse, error) {
+	res, err := c.bootstrapRequest(ctx, messages.BrokerActorID, &messages.DescribeClusterRequest{CorrelationId: c.NextCorrelationID()})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.DescribeClusterResponse)
+	if !ok {
+		return nil, fmt.Errorf("client: unexpected describe-cluster reply %T", res)
+	}
+	return resp, resp.ErrorCode.Err(resp.ErrorMessage)
+}
+
 // CreateTopic creates a topic.
 func (c *Client) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) (*messages.TopicMetadata, error) {
 	return c.admin(ctx, &messages.CreateTopicRequest{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs, CorrelationId: c.NextCorrelationID()})

@@ -84,6 +84,7 @@ type hostProc struct {
 	t       *testing.T
 	dir     string
 	base    int
+	extra   []string // more host flags (cluster tests)
 	cmd     *exec.Cmd
 	logPath string
 }
@@ -91,9 +92,9 @@ type hostProc struct {
 func (h *hostProc) addr() string     { return "127.0.0.1:" + strconv.Itoa(h.base) }
 func (h *hostProc) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(h.base+3) }
 
-func startHost(t *testing.T, dir string, base int) *hostProc {
+func startHost(t *testing.T, dir string, base int, extra ...string) *hostProc {
 	t.Helper()
-	h := &hostProc{t: t, dir: dir, base: base, logPath: filepath.Join(t.TempDir(), "host.log")}
+	h := &hostProc{t: t, dir: dir, base: base, extra: extra, logPath: filepath.Join(t.TempDir(), "host.log")}
 	h.start()
 	t.Cleanup(func() {
 		// A clean stop exits 0; a race report under -race exits 66.
@@ -112,7 +113,7 @@ func (h *hostProc) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.cmd = exec.Command(binPath, "host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr())
+	h.cmd = exec.Command(binPath, append([]string{"host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr()}, h.extra...)...)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
 	if err := h.cmd.Start(); err != nil {
 		h.t.Fatal(err)
