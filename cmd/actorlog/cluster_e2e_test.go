@@ -27,7 +27,7 @@ func startCluster(t *testing.T) []*hostProc {
 	hosts := make([]*hostProc, 3)
 	var wg sync.WaitGroup
 	for i := range hosts {
-		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: t.TempDir() + "/host.log",
+		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: t.TempDir() + "/host.log", bin: clusterBinPath,
 			extra: []string{"--host-id", strconv.Itoa(i + 1), "--etcd-initial-cluster", strings.Join(peers, ",")}}
 	}
 	// The members wait for each other's etcd, so they start together.
