@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -162,9 +163,9 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.DataDir
-	ec.ListenClientUrls = []url.URL{*cu}
+	ec.ListenClientUrls = []url.URL{listenURL(*cu)}
 	ec.AdvertiseClientUrls = []url.URL{*cu}
-	ec.ListenPeerUrls = []url.URL{*pu}
+	ec.ListenPeerUrls = []url.URL{listenURL(*pu)}
 	ec.AdvertisePeerUrls = []url.URL{*pu}
 	ec.InitialCluster = cfg.InitialCluster
 	ec.ClusterState = cfg.ClusterState
@@ -257,4 +258,14 @@ func (e *Etcd) Close() error {
 		e.logger.Info("etcd member stopped")
 	})
 	return e.closeErr
+}
+
+// listenURL is the URL etcd binds for an advertised URL: the same, unless
+// its host is a name (etcd binds IPs only), then every interface on its
+// port — a container advertises its service name and listens on 0.0.0.0.
+func listenURL(u url.URL) url.URL {
+	if host := u.Hostname(); host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		u.Host = net.JoinHostPort("0.0.0.0", u.Port())
+	}
+	return u
 }
