@@ -14,24 +14,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/cluster/clustertest"
 	"github.com/actorlog/actorlog/messages"
 )
 
-// waitFor polls cond every 20 ms until it returns nil or timeout passes,
-// then fails the test with cond's last error.
+// waitFor polls cond until it returns nil or timeout passes
+// (clustertest.WaitFor).
 func waitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, timeout, cond)
 }
 
 // testCtx returns a context that ends with the test, bounded by timeout.

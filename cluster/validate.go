@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/actorlog/actorlog/messages"
@@ -44,6 +45,11 @@ const (
 	ConfigMinInsyncReplicas = "min.insync.replicas"
 	// ConfigMessageTimestampType: "CreateTime" or "LogAppendTime".
 	ConfigMessageTimestampType = "message.timestamp.type"
+	// ConfigUncleanLeaderElectionEnable: "true" or "false" (any case; the
+	// default is false, as in Kafka). When true, a partition whose ISR
+	// members are all down may be led by a live replica outside the ISR,
+	// losing the records it lacks, instead of staying offline.
+	ConfigUncleanLeaderElectionEnable = "unclean.leader.election.enable"
 )
 
 // Values of ConfigMessageTimestampType.
@@ -57,6 +63,7 @@ func TopicConfigKeys() []string {
 	keys := []string{
 		ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
 		ConfigMaxMessageBytes, ConfigFlushPolicy, ConfigMinInsyncReplicas, ConfigMessageTimestampType,
+		ConfigUncleanLeaderElectionEnable,
 	}
 	sort.Strings(keys)
 	return keys
@@ -111,10 +118,21 @@ func MinInsyncReplicas(configs map[string]string) (int, error) {
 	return tc.minISR, nil
 }
 
+// UncleanLeaderElection returns the topic's unclean.leader.election.enable
+// (false when not set). The error wraps ErrInvalidConfig.
+func UncleanLeaderElection(configs map[string]string) (bool, error) {
+	tc, err := parseTopicConfigs(configs)
+	if err != nil {
+		return false, err
+	}
+	return tc.unclean, nil
+}
+
 // topicConfigs is a parsed, validated config map.
 type topicConfigs struct {
 	storage storage.Config
 	minISR  int
+	unclean bool
 }
 
 // parseTopicConfigs validates configs and parses them in one pass, so
@@ -192,6 +210,16 @@ func parseTopicConfigs(configs map[string]string) (topicConfigs, error) {
 				tc.storage.LogAppendTime = true
 			default:
 				return tc, bad(TimestampCreateTime + " or " + TimestampLogAppendTime)
+			}
+		case ConfigUncleanLeaderElectionEnable:
+			// Kafka's BOOLEAN configs: "true" or "false", any case.
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true":
+				tc.unclean = true
+			case "false":
+				tc.unclean = false
+			default:
+				return tc, bad(`"true" or "false"`)
 			}
 		default:
 			return tc, fmt.Errorf("%w: unknown key %q (known: %v)", ErrInvalidConfig, k, TopicConfigKeys())

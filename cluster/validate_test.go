@@ -94,6 +94,10 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"message.timestamp.type", "CreateTime", true},
 		{"message.timestamp.type", "LogAppendTime", true},
 		{"message.timestamp.type", "createtime", false},
+		{"unclean.leader.election.enable", "true", true},
+		{"unclean.leader.election.enable", "False", true},
+		{"unclean.leader.election.enable", "yes", false},
+		{"unclean.leader.election.enable", "", false},
 		{"cleanup.policy", "delete", false},
 		{"", "1", false},
 	}
@@ -168,6 +172,27 @@ func TestStorageConfig(t *testing.T) {
 	}
 	if _, err := cluster.StorageConfig(map[string]string{"segment.bytes": "1"}); !errors.Is(err, cluster.ErrInvalidConfig) {
 		t.Fatalf("StorageConfig(bad) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestUncleanLeaderElection(t *testing.T) {
+	tests := []struct {
+		configs map[string]string
+		want    bool
+	}{
+		{nil, false},
+		{map[string]string{"unclean.leader.election.enable": "false"}, false},
+		{map[string]string{"unclean.leader.election.enable": "true"}, true},
+		{map[string]string{"unclean.leader.election.enable": " TRUE "}, true},
+	}
+	for _, tt := range tests {
+		got, err := cluster.UncleanLeaderElection(tt.configs)
+		if err != nil || got != tt.want {
+			t.Errorf("UncleanLeaderElection(%v) = %v, %v; want %v", tt.configs, got, err, tt.want)
+		}
+	}
+	if _, err := cluster.UncleanLeaderElection(map[string]string{"unclean.leader.election.enable": "1"}); !errors.Is(err, cluster.ErrInvalidConfig) {
+		t.Fatalf("UncleanLeaderElection(bad) = %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -8,9 +8,14 @@
 // Admin requests (create/delete topic, add partitions, alter configs) are
 // validated here, then written to etcd; brokers follow etcd and act.
 //
-// Threading: the campaign runs on its own goroutine and only posts
-// messages; all state is owned by the actor. Admin requests block the
-// actor on etcd for at most RequestTimeout, which is fine for their rate.
+// While elected, it also follows host liveness (liveness.go): when a
+// host's registration goes or comes back, it moves partition leadership
+// (elect.go) and writes the new leaders, ISRs and epochs.
+//
+// Threading: the campaign and the host watch run on their own goroutines
+// and only post messages; all state is owned by the actor. Admin requests
+// and leader elections block the actor on etcd for at most
+// RequestTimeout, which is fine for their rate.
 package controller
 
 import (
@@ -61,6 +66,13 @@ type Controller struct {
 	fence  *cluster.Fence // set while this host is the controller
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the campaign goroutine ends
+
+	// Host liveness, while elected (liveness.go).
+	term         int                // bumped per election; tags the host watch's messages
+	live         map[int32]bool     // live hosts; nil until the watch first reports
+	watchCancel  context.CancelFunc // stops the host watch
+	watchDone    chan struct{}      // closed when the host watch goroutine ends
+	retryPending bool               // a retryReconcile is scheduled
 }
 
 // Props returns the controller's props.
@@ -105,14 +117,21 @@ func (c *Controller) Receive(ctx actor.Context) {
 		f := msg.fence
 		c.fence = &f
 		c.logger.WithFields(logrus.Fields{"controller_epoch": f.Epoch, "host": c.cfg.HostID}).Info("this host is now the controller")
+		c.startHostWatch(ctx)
 	case deposed:
 		if c.fence != nil {
 			c.logger.WithField("controller_epoch", c.fence.Epoch).Warn("lost the controller election session; standing by")
 		}
 		c.fence = nil
+		c.stopHostWatch()
+	case liveHosts:
+		c.onLiveHosts(ctx, msg)
+	case retryReconcile:
+		c.onRetryReconcile(ctx, msg)
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
 		c.onAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
+		c.stopHostWatch()
 		if c.cancel != nil {
 			// Resign before going, so a standby takes over at once
 			// instead of after the session TTL.
@@ -353,8 +372,24 @@ func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicCon
 		return nil, err
 	}
 	t.Configs = m.Configs
+	// A change of unclean.leader.election.enable takes effect at once, as
+	// in Kafka: an offline partition may get a leader now.
+	var before *messages.TopicMetadata
+	if c.live != nil {
+		unclean, err := cluster.UncleanLeaderElection(t.Configs)
+		if err != nil {
+			return nil, err
+		}
+		before = proto.Clone(t).(*messages.TopicMetadata)
+		if !ElectLeaders(t, c.live, unclean) {
+			before = nil
+		}
+	}
 	if err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev); err != nil {
 		return nil, err
+	}
+	if before != nil {
+		c.logElections(before, t)
 	}
 	return t, nil
 }

@@ -96,6 +96,11 @@ type topicMeta struct {
 	fetching   bool
 	waiting    []*waitingSend // sends that arrived before the metadata
 	failures   int
+	// leaderless counts the metadata answers in a row that left a
+	// partition without a leader while records were pending: the next
+	// refresh waits longer each time (Kafka refreshes metadata while a
+	// partition with queued batches has no known leader).
+	leaderless int
 }
 
 type waitingSend struct {
@@ -246,8 +251,8 @@ func (p *producerActor) fetchMetadata(ctx actor.Context, topic string) {
 	tm.fetching = true
 	self, root, cl := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Client
 	delay := time.Duration(0)
-	if tm.failures > 0 {
-		delay = min(time.Duration(tm.failures)*p.core.Accumulator.Config().RetryBackoff, 5*time.Second)
+	if n := max(tm.failures, tm.leaderless); n > 0 {
+		delay = min(time.Duration(n)*p.core.Accumulator.Config().RetryBackoff, 5*time.Second)
 	}
 	go func() {
 		if delay > 0 {
@@ -297,19 +302,31 @@ func (p *producerActor) onMetadata(ctx actor.Context, now time.Time, m metadataR
 	tm.fetched = now
 	tm.partitions = m.md.Partitions
 	tm.leaders = make([]*actor.PID, len(tm.partitions))
+	leaderless := false
 	for i, pm := range tm.partitions {
 		tp := TopicPartition{Topic: m.topic, Partition: pm.Partition}
 		if pid, err := client.LeaderPID(pm); err == nil {
 			tm.leaders[i] = pid
 			p.core.Accumulator.Resume(tp)
 		} else {
+			// LEADER_NOT_AVAILABLE (offline, or moving): hold its batches.
 			p.core.Accumulator.Pause(tp)
+			leaderless = true
 		}
 	}
 	waiting := tm.waiting
 	tm.waiting = nil
 	for _, w := range waiting {
 		p.onSend(ctx, now, w.msg, w.r)
+	}
+	if leaderless && p.core.Accumulator.Pending() > 0 {
+		// Paused batches are never sent, so nothing else would ask
+		// again before MetadataMaxAge: poll, backing off, until the
+		// partition has a leader or its batches expire.
+		tm.leaderless++
+		p.fetchMetadata(ctx, m.topic)
+	} else {
+		tm.leaderless = 0
 	}
 }
 

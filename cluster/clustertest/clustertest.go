@@ -1,7 +1,8 @@
 // Package clustertest starts embedded etcd members for tests: in a test's
 // temporary directory, on free loopback ports, without fsync, with small
 // WAL segments, closed by t.Cleanup. Other packages' tests (controller,
-// host) use it to get a real etcd in a few hundred milliseconds.
+// broker, host) use it to get a real etcd in a few hundred milliseconds,
+// and its helpers to register fake hosts and to poll with a deadline.
 //
 // Small WAL segments are set through etcd's package variable
 // wal.SegmentSizeBytes (embed.Config has no field for it), once, before the
@@ -20,10 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/messages"
 )
 
 // WALSegmentBytes is the WAL segment size of test members (etcd's default
@@ -137,4 +140,68 @@ func NewStore(t testing.TB) (*cluster.Store, *cluster.Etcd) {
 	t.Helper()
 	e := StartEtcd(t)
 	return cluster.NewStore(e.Client(), "/test/"+t.Name()+"/", Logger(t)), e
+}
+
+// WaitFor polls cond every 20 ms until it returns nil or timeout passes,
+// then fails the test with cond's last error: tests wait for a state, never
+// for a fixed time.
+func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %v: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Register registers a fake host on s (host id, address 127.0.0.1:<port>,
+// a 10 s lease) and closes the registration at cleanup; closing it earlier,
+// to make the host go, is fine.
+func Register(t testing.TB, s *cluster.Store, id int32, port int) *cluster.Registration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := s.Register(ctx, &messages.HostInfo{HostId: id, AdvertisedAddress: fmt.Sprintf("127.0.0.1:%d", port)}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("clustertest: register host %d: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("clustertest: close registration of host %d: %v", id, err)
+		}
+	})
+	return r
+}
+
+// CreateTopic sends req to pid (a controller, or a broker that forwards to
+// one) until a controller is elected and answers, and fails the test on
+// any other refusal. It returns the created topic.
+func CreateTopic(t testing.TB, sys *actor.ActorSystem, pid *actor.PID, req *messages.CreateTopicRequest) *messages.TopicMetadata {
+	t.Helper()
+	var topic *messages.TopicMetadata
+	WaitFor(t, 15*time.Second, func() error {
+		res, err := sys.Root.RequestFuture(pid, req, 5*time.Second).Result()
+		if err != nil {
+			return err
+		}
+		resp, ok := res.(*messages.AdminResponse)
+		if !ok {
+			t.Fatalf("clustertest: create topic: answer %T, want *messages.AdminResponse", res)
+		}
+		if resp.ErrorCode == messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+			return resp.ErrorCode.Err(resp.ErrorMessage)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("clustertest: create topic %q: %v", req.Name, resp.ErrorCode.Err(resp.ErrorMessage))
+		}
+		topic = resp.Topic
+		return nil
+	})
+	return topic
 }

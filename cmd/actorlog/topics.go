@@ -17,6 +17,7 @@ import (
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/host"
+	"github.com/actorlog/actorlog/messages"
 )
 
 // connect starts a client for the command's bootstrap list.
@@ -190,9 +191,23 @@ func describeTopic(ctx context.Context, c *client.Client, name string, out io.Wr
 		if lo, err := c.ListOffsets(ctx, p, name, replica.LatestTimestamp); err == nil {
 			end = fmt.Sprint(lo.Offset)
 		}
-		fmt.Fprintf(w, "%d\t%d\t%v\t%v\t%s\t%s\n", p.Partition, p.Leader, ids(p.Replicas), ids(p.Isr), start, end)
+		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.Isr), start, end)
 	}
 	return w.Flush()
+}
+
+// leaderText renders a partition's leader: its host id, "none (offline)"
+// when the controller found no live in-sync replica to lead it, or the id
+// marked unavailable when the leader's host is not registered (it has just
+// gone, and the controller has not moved leadership yet).
+func leaderText(p *messages.PartitionMetadata) string {
+	switch {
+	case p.Leader < 0:
+		return "none (offline)"
+	case p.ErrorCode == messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE:
+		return fmt.Sprintf("%d (unavailable)", p.Leader)
+	}
+	return fmt.Sprint(p.Leader)
 }
 
 func ids(xs []int32) string {
