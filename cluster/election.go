@@ -28,8 +28,12 @@ type Election struct {
 	store    *Store
 	session  *concurrency.Session
 	election *concurrency.Election
-	ttl      time.Duration
-	logger   *logrus.Entry
+	// keeper renews the session's lease and decides when it is lost (the
+	// session's own clientv3 keepalive gives up too early, see
+	// keepalive.go); the session's Done and Ctx are not used.
+	keeper *leaseKeeper
+	ttl    time.Duration
+	logger *logrus.Entry
 
 	closeOnce sync.Once
 	closeErr  error
@@ -46,6 +50,7 @@ func (s *Store) NewElection(ctx context.Context, ttl time.Duration) (*Election, 
 	if err != nil {
 		return nil, fmt.Errorf("cluster: new election: %w", err)
 	}
+	granted := time.Now()
 	lease, err := s.client.Grant(ctx, secs)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: new election: grant %ds lease: %w", secs, err)
@@ -59,12 +64,14 @@ func (s *Store) NewElection(ctx context.Context, ttl time.Duration) (*Election, 
 		}
 		return nil, fmt.Errorf("cluster: new election: session: %w", err)
 	}
+	logger := s.logger.WithFields(logrus.Fields{"election": s.keys.Election(), "session_lease": int64(lease.ID)})
 	return &Election{
 		store:    s,
 		session:  session,
 		election: concurrency.NewElection(session, s.keys.Election()),
+		keeper:   keepLease(s.client, lease.ID, time.Duration(secs)*time.Second, granted, logger.WithField("lease", "controller session")),
 		ttl:      time.Duration(secs) * time.Second,
-		logger:   s.logger.WithFields(logrus.Fields{"election": s.keys.Election(), "session_lease": int64(lease.ID)}),
+		logger:   logger,
 	}, nil
 }
 
@@ -84,8 +91,13 @@ func ttlSeconds(ttl time.Duration) (int64, error) {
 func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(e.session.Ctx(), cancel) // lease lost => stop waiting
-	defer stop()
+	go func() { // lease lost => stop waiting
+		select {
+		case <-e.keeper.Done():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
 	e.logger.Info("campaigning for controller")
 	if err := e.election.Campaign(cctx, value); err != nil {
 		if e.lost() {
@@ -128,13 +140,8 @@ func (e *Election) withdraw() {
 
 // lost reports whether the session's lease is no longer kept alive.
 func (e *Election) lost() bool {
-	if e.session.Ctx().Err() != nil {
-		// Close cancels the session's context before its Done channel
-		// closes (asynchronously, when the keepalive loop ends).
-		return true
-	}
 	select {
-	case <-e.session.Done():
+	case <-e.keeper.Done():
 		return true
 	default:
 		return false
@@ -145,7 +152,7 @@ func (e *Election) lost() bool {
 // expired, was revoked, the keepalives failed for a TTL, or Close was
 // called). From then on the candidate has no authority: a controller must
 // stop acting at once. Its writes would fail with ErrNotController anyway.
-func (e *Election) Done() <-chan struct{} { return e.session.Done() }
+func (e *Election) Done() <-chan struct{} { return e.keeper.Done() }
 
 // TTL is the session lease's TTL.
 func (e *Election) TTL() time.Duration { return e.ttl }
@@ -166,6 +173,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // Idempotent; later calls return the first call's result.
 func (e *Election) Close() error {
 	e.closeOnce.Do(func() {
+		e.keeper.Stop()
 		err := e.session.Close()
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			// The lease expires by itself within its TTL anyway; an

@@ -36,6 +36,9 @@ var (
 	ErrNotController = errors.New("cluster: not the controller")
 	// ErrNoController: no controller is elected at the moment.
 	ErrNoController = errors.New("cluster: no controller elected")
+	// ErrHostIdentity: a host name is invalid, or it and a host id are
+	// bound differently in this cluster already.
+	ErrHostIdentity = errors.New("cluster: host name or id conflict")
 	// ErrHostRegistered: another live registration holds the host id.
 	ErrHostRegistered = errors.New("cluster: host id already registered")
 	// ErrLeaseLost: the lease behind an election session or a host

@@ -72,7 +72,8 @@ type EtcdConfig struct {
 	UnsafeNoFsync bool
 	// ReadyTimeout bounds the wait for the member to serve (for a new
 	// multi-member cluster: for a quorum of members to start). Default
-	// DefaultEtcdReadyTimeout. The ctx given to StartEtcd bounds it too.
+	// DefaultEtcdReadyTimeout; negative waits until ctx ends. The ctx
+	// given to StartEtcd bounds it too.
 	ReadyTimeout time.Duration
 	// CompactionRetention is how much history etcd keeps (periodic
 	// auto-compaction); watches cannot resume from older revisions.
@@ -125,7 +126,7 @@ func (cfg EtcdConfig) withDefaults() (EtcdConfig, error) {
 	if cfg.InitialClusterToken == "" {
 		cfg.InitialClusterToken = DefaultInitialClusterToken
 	}
-	if cfg.ReadyTimeout <= 0 {
+	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = DefaultEtcdReadyTimeout
 	}
 	if cfg.CompactionRetention == 0 {
@@ -191,17 +192,35 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return nil, fmt.Errorf("cluster: start etcd member %q (data dir %s, client %s, peer %s): %w",
 			cfg.Name, cfg.DataDir, cfg.ClientURL, cfg.PeerURL, err)
 	}
-	timer := time.NewTimer(cfg.ReadyTimeout)
-	defer timer.Stop()
+	var deadline <-chan time.Time
+	if cfg.ReadyTimeout > 0 {
+		timer := time.NewTimer(cfg.ReadyTimeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	// A member is ready once it has joined a quorum; until then say what
+	// it waits for, every 10 s.
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
 	var waitErr error
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		waitErr = fmt.Errorf("failed while starting: %w", err)
-	case <-ctx.Done():
-		waitErr = fmt.Errorf("not ready: %w", ctx.Err())
-	case <-timer.C:
-		waitErr = fmt.Errorf("not ready after %v (for a new multi-member cluster: is a quorum of %q started?)", cfg.ReadyTimeout, cfg.InitialCluster)
+wait:
+	for {
+		select {
+		case <-e.Server.ReadyNotify():
+			break wait
+		case err := <-e.Err():
+			waitErr = fmt.Errorf("failed while starting: %w", err)
+			break wait
+		case <-ctx.Done():
+			waitErr = fmt.Errorf("not ready: %w", ctx.Err())
+			break wait
+		case <-deadline:
+			waitErr = fmt.Errorf("not ready after %v (for a new multi-member cluster: is a quorum of %q started?)", cfg.ReadyTimeout, cfg.InitialCluster)
+			break wait
+		case <-progress.C:
+			logger.WithFields(logrus.Fields{"initial_cluster": cfg.InitialCluster, "waited": time.Since(start).Round(time.Second)}).
+				Warn("etcd member waiting for a quorum of its cluster's members")
+		}
 	}
 	if waitErr != nil {
 		// Stop the server first: embed.Etcd.Close waits for the client

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -33,10 +32,7 @@ type Registration struct {
 	lease  clientv3.LeaseID
 	logger *logrus.Entry
 
-	cancel   context.CancelFunc // stops the keepalives
-	lost     atomic.Bool        // the keepalives ended by themselves: the lease is gone
-	done     chan struct{}      // closed when the lease is lost or Close is called
-	loopDone chan struct{}      // closed when the keepalive goroutine returns
+	keeper *leaseKeeper // renews the lease; Done when lost or stopped
 
 	closeOnce sync.Once
 	closeErr  error
@@ -62,6 +58,7 @@ func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.
 	if err != nil {
 		return nil, fmt.Errorf("cluster: register host %d: %w", id, err)
 	}
+	granted := time.Now()
 	lease, err := s.client.Grant(ctx, secs)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: register host %d: grant %ds lease: %w", id, secs, err)
@@ -114,24 +111,15 @@ func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.
 		return nil, fmt.Errorf("cluster: register host %d: %w (held by %s)", id, ErrHostRegistered, holder)
 	}
 
-	kctx, cancel := context.WithCancel(context.Background())
-	ka, err := s.client.KeepAlive(kctx, lease.ID)
-	if err != nil {
-		cancel()
-		revoke()
-		return nil, fmt.Errorf("cluster: register host %d: keepalive: %w", id, err)
-	}
+	logger := s.logger.WithFields(logrus.Fields{"host_id": id, "broker_epoch": int64(lease.ID)})
 	r := &Registration{
-		store:    s,
-		info:     proto.Clone(info).(*messages.HostInfo),
-		key:      key,
-		lease:    lease.ID,
-		logger:   s.logger.WithFields(logrus.Fields{"host_id": id, "broker_epoch": int64(lease.ID)}),
-		cancel:   cancel,
-		done:     make(chan struct{}),
-		loopDone: make(chan struct{}),
+		store:  s,
+		info:   proto.Clone(info).(*messages.HostInfo),
+		key:    key,
+		lease:  lease.ID,
+		logger: logger,
+		keeper: keepLease(s.client, lease.ID, time.Duration(secs)*time.Second, granted, logger.WithField("lease", "host registration")),
 	}
-	go r.keepAlive(kctx, ka)
 	r.logger.WithFields(logrus.Fields{"ttl_seconds": secs, "address": info.GetAdvertisedAddress()}).Info("host registered")
 	return r, nil
 }
@@ -152,21 +140,6 @@ func decodeEpoch(b []byte) int64 {
 	return h.GetBrokerEpoch()
 }
 
-// keepAlive drains the keepalive responses until the channel closes
-// (lease expired or revoked, keepalives failed for a TTL, or kctx ended),
-// then closes done.
-func (r *Registration) keepAlive(kctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse) {
-	defer close(r.loopDone)
-	defer close(r.done)
-	for range ka {
-		// Each response renewed the lease; nothing else to do.
-	}
-	if kctx.Err() == nil {
-		r.lost.Store(true)
-		r.logger.Warn("host registration lease lost")
-	}
-}
-
 // Info returns a copy of the registered HostInfo (with its BrokerEpoch).
 func (r *Registration) Info() *messages.HostInfo { return proto.Clone(r.info).(*messages.HostInfo) }
 
@@ -176,14 +149,14 @@ func (r *Registration) Epoch() int64 { return int64(r.lease) }
 // Done is closed when the registration can no longer be relied on: the
 // lease expired or was revoked, the keepalives failed for a TTL, or Close
 // was called. A host must then stop acting as a leader and register anew.
-func (r *Registration) Done() <-chan struct{} { return r.done }
+func (r *Registration) Done() <-chan struct{} { return r.keeper.Done() }
 
 // Close stops the keepalives and revokes the lease, deleting the host's
 // key at once. Idempotent; later calls return the first call's result.
 func (r *Registration) Close() error {
 	r.closeOnce.Do(func() {
 		r.stopKeepAlive()
-		if r.lost.Load() {
+		if r.keeper.Lost() {
 			// Expired or revoked already (or unreachable for a whole
 			// TTL, in which case it has expired by now).
 			r.logger.Info("host registration closed after its lease was lost")
@@ -203,7 +176,4 @@ func (r *Registration) Close() error {
 
 // stopKeepAlive stops renewing the lease without revoking it, and waits
 // until Done is closed. The lease then expires after its TTL.
-func (r *Registration) stopKeepAlive() {
-	r.cancel()
-	<-r.loopDone
-}
+func (r *Registration) stopKeepAlive() { r.keeper.Stop() }

@@ -13,16 +13,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cmd="${1:-start}"
 root="${2:-./data/loopback}"
 bin="./bin/actorlog"
-ic="host-1=http://127.0.0.1:9101,host-2=http://127.0.0.1:9201,host-3=http://127.0.0.1:9301"
+ic="host1=http://127.0.0.1:9101,host2=http://127.0.0.1:9201,host3=http://127.0.0.1:9301"
 
 case "${cmd}" in
 start)
 	go build -o "${bin}" ./cmd/actorlog
 	mkdir -p "${root}"
 	for i in 1 2 3; do
-		"${bin}" host --host-id "${i}" --data-dir "${root}/host-${i}" \
+		"${bin}" host --name "host${i}" --data-dir "${root}/host-${i}" \
 			--listen "127.0.0.1:9${i}00" --http "127.0.0.1:9${i}80" \
-			--etcd-initial-cluster "${ic}" >"${root}/host-${i}.log" 2>&1 &
+			--etcd-peer "127.0.0.1:9${i}01" --etcd-client "127.0.0.1:9${i}02" \
+			--initial-cluster "${ic}" >"${root}/host-${i}.log" 2>&1 &
 		echo "$!" >"${root}/host-${i}.pid"
 	done
 	for i in 1 2 3; do

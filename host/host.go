@@ -13,9 +13,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +28,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/actors/client"
@@ -36,7 +39,11 @@ import (
 
 // Config configures a host. Zero fields take the defaults noted.
 type Config struct {
-	// HostID identifies the host in the cluster (default 1).
+	// Name is the host's name, unique in the cluster; it is also its etcd
+	// member name (default "host-<HostID>", "host-1" for a lone host).
+	Name string
+	// HostID asks for a host id (0: the cluster assigns one to Name the
+	// first time it sees it, and the data directory remembers it).
 	HostID int32
 	// DataDir holds the partition logs and the etcd member (default ./data).
 	DataDir string
@@ -48,26 +55,43 @@ type Config struct {
 	// HTTP is the /healthz and /metrics endpoint (default 127.0.0.1:7080;
 	// "off" disables it).
 	HTTP string
-	// EtcdClient and EtcdPeer are the embedded etcd member's URLs (defaults:
-	// Listen's host, ports Listen+1 (peer) and Listen+2 (client)).
+	// EtcdClient and EtcdPeer are the embedded etcd member's URLs
+	// ("http://HOST:PORT", or "HOST:PORT"). Defaults: the peer URL from
+	// EtcdInitialCluster's entry for Name, else Listen's host with port
+	// Listen+1; the client URL Listen's host, port Listen+2.
 	EtcdClient, EtcdPeer string
-	// EtcdInitialCluster is "name=peerURL,..." (default: this member alone).
+	// EtcdInitialCluster is "name=peerURL,..." and must name this host
+	// (default: this member alone).
 	EtcdInitialCluster string
+	// EtcdEndpoints, when set, makes the host a client of an etcd cluster
+	// run elsewhere (other hosts' members, or an external etcd) instead of
+	// running a member itself. Excludes the other Etcd fields.
+	EtcdEndpoints []string
 	// EtcdUnsafeNoFsync skips etcd's fsyncs (tests only).
 	EtcdUnsafeNoFsync bool
 	// LeaseTTL is the host registration and controller session TTL
-	// (default 10 s; DESIGN §5 explains the trade-off).
+	// (default DefaultLeaseTTL; DESIGN §5 and the README explain the choice).
 	LeaseTTL time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
 
+// DefaultLeaseTTL is the default host lease and controller session TTL.
+const DefaultLeaseTTL = 6 * time.Second
+
 func (c Config) withDefaults() (Config, error) {
-	if c.HostID == 0 {
-		c.HostID = 1
-	}
 	if c.HostID < 0 {
 		return c, fmt.Errorf("host: host id %d must be positive", c.HostID)
+	}
+	if c.Name == "" {
+		id := c.HostID
+		if id == 0 {
+			id = 1
+		}
+		c.Name = fmt.Sprintf("host-%d", id)
+	}
+	if err := cluster.ValidateHostName(c.Name); err != nil {
+		return c, fmt.Errorf("host: --name: %w", err)
 	}
 	if c.DataDir == "" {
 		c.DataDir = "./data"
@@ -79,7 +103,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.HTTP = "127.0.0.1:7080"
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 10 * time.Second
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.LeaseTTL < 2*time.Second {
+		return c, fmt.Errorf("host: lease TTL %v is below etcd's minimum of 2s", c.LeaseTTL)
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
@@ -95,6 +122,29 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Advertise == "" {
 		c.Advertise = c.Listen
 	}
+	if len(c.EtcdEndpoints) > 0 {
+		if c.EtcdPeer != "" || c.EtcdClient != "" || c.EtcdInitialCluster != "" {
+			return c, errors.New("host: --etcd-endpoints (use an etcd cluster run elsewhere) excludes --etcd-peer, --etcd-client and --initial-cluster (run a member here)")
+		}
+		return c, nil
+	}
+	if c.EtcdPeer, err = etcdURL("--etcd-peer", c.EtcdPeer); err != nil {
+		return c, err
+	}
+	if c.EtcdClient, err = etcdURL("--etcd-client", c.EtcdClient); err != nil {
+		return c, err
+	}
+	if c.EtcdInitialCluster != "" {
+		peer, err := initialClusterPeer(c.EtcdInitialCluster, c.Name)
+		if err != nil {
+			return c, err
+		}
+		if c.EtcdPeer == "" {
+			c.EtcdPeer = peer
+		} else if !sameURL(peer, c.EtcdPeer) {
+			return c, fmt.Errorf("host: --initial-cluster gives %s the peer URL %s but --etcd-peer is %s", c.Name, peer, c.EtcdPeer)
+		}
+	}
 	if c.EtcdPeer == "" {
 		c.EtcdPeer = "http://" + net.JoinHostPort(h, strconv.Itoa(port+1))
 	}
@@ -104,6 +154,50 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// etcdURL normalizes an etcd URL flag: "HOST:PORT" means http://HOST:PORT.
+func etcdURL(flag, v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Port() == "" {
+		return "", fmt.Errorf("host: %s %q: want HOST:PORT or http://HOST:PORT", flag, v)
+	}
+	return v, nil
+}
+
+// initialClusterPeer returns name's peer URL in an etcd initial-cluster
+// list, or an error if the list is malformed or does not name it.
+func initialClusterPeer(list, name string) (string, error) {
+	var peer string
+	seen := map[string]bool{}
+	for _, e := range strings.Split(list, ",") {
+		n, u, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok || n == "" {
+			return "", fmt.Errorf("host: --initial-cluster %q: entry %q is not NAME=http://HOST:PEERPORT", list, e)
+		}
+		if _, err := etcdURL("--initial-cluster", u); err != nil || !strings.Contains(u, "://") {
+			return "", fmt.Errorf("host: --initial-cluster %q: entry %q is not NAME=http://HOST:PEERPORT", list, e)
+		}
+		if seen[n] {
+			return "", fmt.Errorf("host: --initial-cluster %q names %s twice", list, n)
+		}
+		seen[n] = true
+		if n == name {
+			peer = u
+		}
+	}
+	if peer == "" {
+		return "", fmt.Errorf("host: --initial-cluster %q does not include this host (%s); list every etcd voter as NAME=http://HOST:PEERPORT, this one too, or use --etcd-endpoints to join without running a voter", list, name)
+	}
+	return peer, nil
+}
+
+func sameURL(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
+
 // Host is a running host.
 type Host struct {
 	cfg      Config
@@ -111,14 +205,21 @@ type Host struct {
 	lock     *os.File
 	system   *actor.ActorSystem
 	etcd     *cluster.Etcd
+	external *clientv3.Client // with EtcdEndpoints: the client of that etcd
 	store    *cluster.Store
-	reg      *cluster.Registration
-	cluster  *pcluster.Cluster
-	provider *cluster.MemberProvider
-	stopKeep chan struct{}
+	hostID   atomic.Int32 // resolved from Name in StartMember
+	// metaID is the id the data directory remembers (0 if new).
+	metaID int32
+	// fenced is closed when the host's registration lease is lost.
+	fenced    chan struct{}
+	fenceOnce sync.Once
+	stopping  atomic.Bool
+	brokerMu  sync.Mutex // guards stopping the broker (fence vs Shutdown)
+	reg       *cluster.Registration
+	cluster   *pcluster.Cluster
+	provider  *cluster.MemberProvider
 	// localController is this host's controller activation, if it has one.
 	localController atomic.Pointer[actor.PID]
-	keepDone        chan struct{}
 	metrics         *Metrics
 	http            *http.Server
 	broker          *actor.PID
@@ -132,7 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, logger: logrus.NewEntry(cfg.Logger).WithField("host", cfg.HostID)}
+	h := &Host{cfg: cfg, logger: logrus.NewEntry(cfg.Logger).WithField("host", cfg.Name), fenced: make(chan struct{})}
 	if err := h.start(ctx); err != nil {
 		h.logger.WithError(err).Error("host failed to start")
 		if serr := h.Shutdown(context.Background()); serr != nil {
@@ -153,6 +254,19 @@ func (h *Host) start(ctx context.Context) error {
 		return err
 	}
 	h.lock = lock
+	meta, err := readMeta(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if meta != nil {
+		if meta.Name != cfg.Name {
+			return fmt.Errorf("host: data dir %s belongs to host %q, not %q: start it with --name %s, or give this host its own --data-dir", cfg.DataDir, meta.Name, cfg.Name, meta.Name)
+		}
+		if cfg.HostID != 0 && cfg.HostID != meta.HostID {
+			return fmt.Errorf("host: data dir %s belongs to host id %d, not %d", cfg.DataDir, meta.HostID, cfg.HostID)
+		}
+		h.metaID = meta.HostID
+	}
 
 	h.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return client.NewSlogLogger(h.logger.WithField("component", "protoactor"))
@@ -161,13 +275,6 @@ func (h *Host) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	// The controller is a cluster kind with one identity: protoactor places
-	// its activation on one member; its authority comes from the etcd
-	// election, so a second activation is a standby, never a rival.
-	controllerKind := pcluster.NewKind(ControllerKind, actor.PropsFromProducer(func() actor.Actor {
-		return controller.New(controller.Config{HostID: cfg.HostID, Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
-			OnStarted: func(pid *actor.PID) { h.localController.Store(pid) }})
-	}))
 	// Membership comes from the etcd registrations; etcd itself starts
 	// inside StartMember, after protoactor's remote (DESIGN §8).
 	provider := cluster.NewMemberProvider(func(c *pcluster.Cluster) (*cluster.Store, error) {
@@ -175,7 +282,7 @@ func (h *Host) start(ctx context.Context) error {
 	}, h.logger)
 	h.provider = provider
 	h.cluster = pcluster.New(h.system, pcluster.Configure("actorlog", provider, disthash.New(), rc,
-		pcluster.WithKinds(controllerKind), pcluster.WithRequestTimeout(10*time.Second)))
+		pcluster.WithRequestTimeout(10*time.Second)))
 	if err := startMember(h.cluster); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -186,21 +293,30 @@ func (h *Host) start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The controller is a cluster singleton by etcd election, not by
+	// protoactor placement (DESIGN §5): every host runs a candidate; the
+	// winner acts, the others wait in Campaign as standbys and forward to
+	// it. A standby takes over the moment the controller's session lease
+	// lapses, without waiting for protoactor to notice the member is gone
+	// and place a new activation (that cost 4-5 s more per failover).
+	ctrl, err := h.system.Root.SpawnNamed(controller.Props(controller.Config{
+		HostID: h.hostID.Load(), Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
+	}), messages.ControllerActorID)
+	if err != nil {
+		return fmt.Errorf("host: spawn controller: %w", err)
+	}
+	h.localController.Store(ctrl)
 	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
-		HostID: cfg.HostID, Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
-		Metrics: h.metrics, Logger: h.logger, Controller: h.controllerPID,
+		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
+		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 	}), messages.BrokerActorID)
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)
 	}
-	h.keepController()
-	h.logger.WithFields(logrus.Fields{"listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
+	go h.watchLease(h.reg)
+	h.logger.WithFields(logrus.Fields{"host_id": h.hostID.Load(), "broker_epoch": h.reg.Epoch(), "listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
 	return nil
 }
-
-// ControllerKind is the protoactor cluster kind (and identity) of the
-// controller.
-const ControllerKind = "controller"
 
 // startMember starts the protoactor cluster member, turning its panics
 // (listen failures, provider errors) into errors.
@@ -214,58 +330,136 @@ func startMember(c *pcluster.Cluster) (err error) {
 	return nil
 }
 
-// startMetadata starts the embedded etcd member, the metadata store and this
-// host's registration (called by the member provider).
+// startMetadata starts the embedded etcd member (or connects to the etcd
+// cluster of EtcdEndpoints), resolves this host's id from its name, and
+// registers the host (called by the member provider).
 func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Store, error) {
 	cfg := h.cfg
-	var err error
-	h.etcd, err = cluster.StartEtcd(ctx, cluster.EtcdConfig{
-		Name:           fmt.Sprintf("host-%d", cfg.HostID),
-		DataDir:        filepath.Join(cfg.DataDir, "etcd"),
-		ClientURL:      cfg.EtcdClient,
-		PeerURL:        cfg.EtcdPeer,
-		InitialCluster: cfg.EtcdInitialCluster,
-		UnsafeNoFsync:  cfg.EtcdUnsafeNoFsync,
-		Logger:         h.logger.WithField("component", "etcd"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	h.store = cluster.NewStore(h.etcd.Client(), "", h.logger.WithField("component", "metadata"))
-	h.reg, err = h.store.Register(ctx, &messages.HostInfo{HostId: cfg.HostID, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP, MemberId: memberID}, cfg.LeaseTTL)
-	if err != nil {
-		return nil, fmt.Errorf("register: %w", err)
-	}
-	return h.store, nil
-}
-
-// controllerPID resolves the controller's activation through the cluster
-// (activating it if none exists), for the broker's admin forwarding.
-func (h *Host) controllerPID() *actor.PID {
-	return h.provider.Lookup(h.cluster, ControllerKind, ControllerKind)
-}
-
-// keepController makes sure a controller activation exists somewhere in
-// the cluster, now and every second (a member that held it may leave; the
-// sooner a new activation campaigns, the shorter a failover).
-func (h *Host) keepController() {
-	h.stopKeep = make(chan struct{})
-	h.keepDone = make(chan struct{})
-	go func() {
-		defer close(h.keepDone)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			if pid := h.controllerPID(); pid == nil {
-				h.logger.Debug("no controller activation yet")
-			}
-			select {
-			case <-h.stopKeep:
-				return
-			case <-t.C:
-			}
+	var client *clientv3.Client
+	if len(cfg.EtcdEndpoints) > 0 {
+		c, err := cluster.ConnectEtcd(ctx, cfg.EtcdEndpoints, 10*time.Second, h.logger)
+		if err != nil {
+			return nil, err
 		}
-	}()
+		h.external, client = c, c
+	} else {
+		e, err := cluster.StartEtcd(ctx, cluster.EtcdConfig{
+			Name:           cfg.Name,
+			DataDir:        filepath.Join(cfg.DataDir, "etcd"),
+			ClientURL:      cfg.EtcdClient,
+			PeerURL:        cfg.EtcdPeer,
+			InitialCluster: cfg.EtcdInitialCluster,
+			UnsafeNoFsync:  cfg.EtcdUnsafeNoFsync,
+			// Wait for the other voters as long as the caller does (they
+			// may start later, or a restarted member may be cut off).
+			ReadyTimeout: -1,
+			Logger:       h.logger.WithField("component", "etcd"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		h.etcd, client = e, e.Client()
+	}
+	h.store = cluster.NewStore(client, "", h.logger.WithField("component", "metadata"))
+	want := cfg.HostID
+	if h.metaID != 0 {
+		want = h.metaID
+	}
+	// etcd may be slow to serve right after this member (re)joined; only
+	// identity conflicts are final. A registration of this name at another
+	// address is either a duplicate host or this host's previous
+	// incarnation at an old address (a container with a new IP) whose
+	// lease has not lapsed: wait one TTL for it to go, then give up.
+	dupDeadline := time.Now().Add(cfg.LeaseTTL + 2*time.Second)
+	for attempt := 1; ; attempt++ {
+		err := h.register(ctx, memberID, want)
+		switch {
+		case err == nil:
+			return h.store, nil
+		case errors.Is(err, cluster.ErrHostIdentity), ctx.Err() != nil:
+			return nil, err
+		case errors.Is(err, cluster.ErrHostRegistered):
+			if time.Now().After(dupDeadline) {
+				return nil, fmt.Errorf("host: a live host named %s is registered already; each host needs its own --name: %w", cfg.Name, err)
+			}
+			h.logger.WithError(err).Warn("another live host holds this name; waiting one lease TTL for it to lapse")
+		default:
+			h.logger.WithError(err).WithField("attempt", attempt).Warn("registering with the cluster failed; retrying")
+		}
+		cluster.SleepCtx(ctx, time.Second)
+	}
+}
+
+// register resolves this host's id and registers it under a new lease.
+func (h *Host) register(ctx context.Context, memberID string, want int32) error {
+	cfg := h.cfg
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	id, err := h.store.ResolveHostID(rctx, cfg.Name, want)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	h.hostID.Store(id)
+	if h.metaID == 0 {
+		if err := writeMeta(cfg.DataDir, hostMeta{Name: cfg.Name, HostID: id}); err != nil {
+			return fmt.Errorf("%w: %w", cluster.ErrHostIdentity, err)
+		}
+		h.metaID = id
+	}
+	info := &messages.HostInfo{HostId: id, Name: cfg.Name, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP, MemberId: memberID}
+	reg, err := h.store.Register(rctx, info, cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("host: register: %w", err)
+	}
+	h.reg = reg
+	return nil
+}
+
+// watchLease fences the host when its registration lease is lost (the
+// host froze, or was cut off from the etcd quorum, for a TTL): the
+// controller may already have moved its partitions, so it stops serving
+// as a leader at once and reports it on Fenced.
+func (h *Host) watchLease(reg *cluster.Registration) {
+	<-reg.Done()
+	if h.stopping.Load() {
+		return
+	}
+	h.fenceOnce.Do(func() {
+		h.logger.WithField("broker_epoch", reg.Epoch()).Error("host registration lease lost: fenced; stopping all replicas and the controller")
+		h.stopBroker(false)
+		if pid := h.localController.Load(); pid != nil {
+			h.system.Root.Poison(pid)
+		}
+		close(h.fenced)
+	})
+}
+
+// Fenced is closed when the host lost its registration lease and stopped
+// serving. The host cannot come back as it is (protoactor does not take a
+// member back, DESIGN §5): the owner shuts it down and starts a new one,
+// which registers with a new member id and broker epoch (`actorlog host`
+// re-executes itself).
+func (h *Host) Fenced() <-chan struct{} { return h.fenced }
+
+// stopBroker stops the broker and its replicas, once; drain first serves
+// what they have queued and flushes the logs.
+func (h *Host) stopBroker(drain bool) error {
+	h.brokerMu.Lock()
+	defer h.brokerMu.Unlock()
+	if h.broker == nil {
+		return nil
+	}
+	var errs []error
+	if drain {
+		if _, err := h.system.Root.RequestFuture(h.broker, &broker.Drain{}, 30*time.Second).Result(); err != nil {
+			errs = append(errs, fmt.Errorf("drain replicas: %w", err))
+		}
+	}
+	if err := h.system.Root.PoisonFuture(h.broker).Wait(); err != nil {
+		errs = append(errs, fmt.Errorf("stop broker: %w", err))
+	}
+	h.broker = nil
+	return errors.Join(errs...)
 }
 
 // lockDir takes an exclusive lock on dir/.lock so two hosts never share a
@@ -297,7 +491,7 @@ func (h *Host) startHTTP() error {
 		default:
 		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, "{\"status\":\"ok\",\"host_id\":%d}\n", h.cfg.HostID)
+		fmt.Fprintf(w, "{\"status\":\"ok\",\"host_id\":%d,\"name\":%q}\n", h.hostID.Load(), h.cfg.Name)
 	})
 	ln, err := net.Listen("tcp", h.cfg.HTTP)
 	if err != nil {
@@ -324,31 +518,25 @@ func (h *Host) Shutdown(ctx context.Context) error {
 }
 
 func (h *Host) shutdown(ctx context.Context) error {
+	h.stopping.Store(true)
 	var errs []error
 	if h.http != nil {
 		if err := h.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
-	if h.stopKeep != nil {
-		close(h.stopKeep)
-		<-h.keepDone
-	}
-	if h.broker != nil {
-		// Replicas serve what they have queued, then close their logs.
-		if _, err := h.system.Root.RequestFuture(h.broker, &broker.Drain{}, 30*time.Second).Result(); err != nil {
-			errs = append(errs, fmt.Errorf("drain replicas: %w", err))
-		}
-		if err := h.system.Root.PoisonFuture(h.broker).Wait(); err != nil {
-			errs = append(errs, fmt.Errorf("stop broker: %w", err))
-		}
+	// Replicas serve what they have queued, then close their logs.
+	if err := h.stopBroker(true); err != nil {
+		errs = append(errs, err)
 	}
 	if h.cluster != nil && h.cluster.Remote != nil {
-		// Stop a local controller activation first: it resigns, so
-		// another host's takes over at once.
+		// Stop the controller candidate first: if elected it resigns, so
+		// a standby takes over at once. Without an etcd quorum (the last
+		// hosts of a cluster stopping) its etcd calls only end with their
+		// timeouts; the process ends regardless and its leases lapse.
 		if pid := h.localController.Load(); pid != nil {
 			if err := h.system.Root.PoisonFuture(pid).Wait(); err != nil {
-				errs = append(errs, fmt.Errorf("stop controller: %w", err))
+				h.logger.WithError(err).Warn("the controller did not stop in time; its election lease lapses by itself")
 			}
 		}
 	}
@@ -372,6 +560,11 @@ func (h *Host) shutdown(ctx context.Context) error {
 			// revoke cannot commit; the lease lapses by itself. Not a
 			// failed shutdown.
 			h.logger.WithError(err).Warn("could not revoke the host registration; it expires with its lease")
+		}
+	}
+	if h.external != nil {
+		if err := h.external.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close etcd client: %w", err))
 		}
 	}
 	if h.etcd != nil {

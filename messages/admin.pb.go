@@ -739,8 +739,11 @@ type DescribeClusterResponse struct {
 	ControllerEpoch int64 `protobuf:"varint,6,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
 	// The elected controller activation's address, empty when none.
 	ControllerAddress string `protobuf:"bytes,7,opt,name=controller_address,json=controllerAddress,proto3" json:"controller_address,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Hosts the cluster knows by name (ever registered) that are not live
+	// now: only host_id and name are set.
+	DownHosts     []*HostInfo `protobuf:"bytes,8,rep,name=down_hosts,json=downHosts,proto3" json:"down_hosts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeClusterResponse) Reset() {
@@ -822,6 +825,13 @@ func (x *DescribeClusterResponse) GetControllerAddress() string {
 	return ""
 }
 
+func (x *DescribeClusterResponse) GetDownHosts() []*HostInfo {
+	if x != nil {
+		return x.DownHosts
+	}
+	return nil
+}
+
 var File_messages_admin_proto protoreflect.FileDescriptor
 
 const file_messages_admin_proto_rawDesc = "" +
@@ -889,7 +899,7 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x126\n" +
 	"\x05topic\x18\x04 \x01(\v2 .actorlog.messages.TopicMetadataR\x05topic\"?\n" +
 	"\x16DescribeClusterRequest\x12%\n" +
-	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\xd4\x02\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\x90\x03\n" +
 	"\x17DescribeClusterResponse\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
 	"\n" +
@@ -898,7 +908,9 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\x05hosts\x18\x04 \x03(\v2\x1b.actorlog.messages.HostInfoR\x05hosts\x12#\n" +
 	"\rcontroller_id\x18\x05 \x01(\x05R\fcontrollerId\x12)\n" +
 	"\x10controller_epoch\x18\x06 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
-	"\x12controller_address\x18\a \x01(\tR\x11controllerAddressB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\x12controller_address\x18\a \x01(\tR\x11controllerAddress\x12:\n" +
+	"\n" +
+	"down_hosts\x18\b \x03(\v2\x1b.actorlog.messages.HostInfoR\tdownHostsB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_admin_proto_rawDescOnce sync.Once
@@ -945,11 +957,12 @@ var file_messages_admin_proto_depIdxs = []int32{
 	16, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
 	14, // 10: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	15, // 11: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	15, // 12: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }

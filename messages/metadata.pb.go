@@ -45,7 +45,10 @@ type HostInfo struct {
 	// The protoactor cluster member id of this incarnation (its actor
 	// system id): the membership protoactor's cluster sees is derived from
 	// these registrations.
-	MemberId      string `protobuf:"bytes,6,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberId string `protobuf:"bytes,6,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	// The host's name (--name), unique in the cluster; host_id is the id
+	// the cluster assigned to it.
+	Name          string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -118,6 +121,13 @@ func (x *HostInfo) GetRack() string {
 func (x *HostInfo) GetMemberId() string {
 	if x != nil {
 		return x.MemberId
+	}
+	return ""
+}
+
+func (x *HostInfo) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -317,14 +327,15 @@ var File_messages_metadata_proto protoreflect.FileDescriptor
 
 const file_messages_metadata_proto_rawDesc = "" +
 	"\n" +
-	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\xc9\x01\n" +
+	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\xdd\x01\n" +
 	"\bHostInfo\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\x05R\x06hostId\x12-\n" +
 	"\x12advertised_address\x18\x02 \x01(\tR\x11advertisedAddress\x12!\n" +
 	"\fhttp_address\x18\x03 \x01(\tR\vhttpAddress\x12!\n" +
 	"\fbroker_epoch\x18\x04 \x01(\x03R\vbrokerEpoch\x12\x12\n" +
 	"\x04rack\x18\x05 \x01(\tR\x04rack\x12\x1b\n" +
-	"\tmember_id\x18\x06 \x01(\tR\bmemberId\"\xc0\x01\n" +
+	"\tmember_id\x18\x06 \x01(\tR\bmemberId\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\"\xc0\x01\n" +
 	"\x0ePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\x05R\breplicas\x12\x16\n" +

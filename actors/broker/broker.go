@@ -512,8 +512,22 @@ func (b *Broker) describeCluster(ctx actor.Context, req *messages.DescribeCluste
 		defer cancel()
 		resp := &messages.DescribeClusterResponse{CorrelationId: req.CorrelationId, ControllerId: -1}
 		hosts, err := store.ListHosts(rctx)
+		var names map[int32]string
+		if err == nil {
+			names, err = store.HostNames(rctx)
+		}
 		if err == nil {
 			resp.Hosts = hosts
+			live := map[int32]bool{}
+			for _, h := range hosts {
+				live[h.HostId] = true
+			}
+			for id, name := range names {
+				if !live[id] {
+					resp.DownHosts = append(resp.DownHosts, &messages.HostInfo{HostId: id, Name: name})
+				}
+			}
+			sort.Slice(resp.DownHosts, func(i, j int) bool { return resp.DownHosts[i].HostId < resp.DownHosts[j].HostId })
 			var value string
 			var fence cluster.Fence
 			value, fence, err = store.Controller(rctx)

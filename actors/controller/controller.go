@@ -131,16 +131,31 @@ func (c *Controller) Receive(ctx actor.Context) {
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
 		c.onAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
-		c.stopHostWatch()
+		// Resign before going, so a standby takes over at once instead
+		// of after the session TTL. Both goroutines are told at once and
+		// waited for together: without an etcd quorum their calls only
+		// end with their timeouts.
+		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer wcancel()
+		deadline := wctx.Done()
+		if c.watchCancel != nil {
+			c.watchCancel()
+		}
 		if c.cancel != nil {
-			// Resign before going, so a standby takes over at once
-			// instead of after the session TTL.
 			c.cancel()
 			select {
 			case <-c.done:
-			case <-time.After(5 * time.Second):
+			case <-deadline:
 				c.logger.Warn("controller campaign did not end in time")
 			}
+		}
+		if c.watchDone != nil {
+			select {
+			case <-c.watchDone:
+			case <-deadline:
+				c.logger.Warn("controller host watch did not end in time")
+			}
+			c.watchCancel, c.watchDone = nil, nil
 		}
 	case *actor.Stopped, *actor.Restarting, *pcluster.ClusterInit:
 	default:

@@ -23,13 +23,16 @@ func newClusterCmd(g *globals) *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "HOST\tADDRESS\tALIVE\tBROKER-EPOCH\tCONTROLLER")
+				fmt.Fprintln(w, "NAME\tID\tADDRESS\tALIVE\tBROKER-EPOCH\tCONTROLLER")
 				for _, h := range d.Hosts {
-					ctrl := ""
+					ctrl := "-"
 					if h.HostId == d.ControllerId {
 						ctrl = fmt.Sprintf("yes (epoch %d)", d.ControllerEpoch)
 					}
-					fmt.Fprintf(w, "%d\t%s\ttrue\t%d\t%s\n", h.HostId, h.AdvertisedAddress, h.BrokerEpoch, ctrl)
+					fmt.Fprintf(w, "%s\t%d\t%s\ttrue\t%d\t%s\n", orDash(h.Name), h.HostId, h.AdvertisedAddress, h.BrokerEpoch, ctrl)
+				}
+				for _, h := range d.DownHosts {
+					fmt.Fprintf(w, "%s\t%d\t-\tfalse\t-\t-\n", orDash(h.Name), h.HostId)
 				}
 				if err := w.Flush(); err != nil {
 					return err
@@ -42,4 +45,11 @@ func newClusterCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/actorlog/actorlog/cluster/clustertest"
 )
 
 // startCluster starts three hosts that form one cluster.
@@ -22,13 +24,13 @@ func startCluster(t *testing.T) []*hostProc {
 	var peers []string
 	for i := range bases {
 		bases[i] = freeBase(t)
-		peers = append(peers, fmt.Sprintf("host-%d=http://127.0.0.1:%d", i+1, bases[i]+1))
+		peers = append(peers, fmt.Sprintf("host%d=http://127.0.0.1:%d", i+1, bases[i]+1))
 	}
 	hosts := make([]*hostProc, 3)
 	var wg sync.WaitGroup
 	for i := range hosts {
 		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: t.TempDir() + "/host.log", bin: clusterBinPath,
-			extra: []string{"--host-id", strconv.Itoa(i + 1), "--etcd-initial-cluster", strings.Join(peers, ",")}}
+			extra: []string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ",")}}
 	}
 	// The members wait for each other's etcd, so they start together.
 	for _, h := range hosts {
@@ -41,6 +43,9 @@ func startCluster(t *testing.T) []*hostProc {
 	wg.Wait()
 	for _, h := range hosts {
 		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("host %s log (warnings and up):\n%s", h.addr(), grepLog(h.log(), "level=warn", "level=error", "level=fatal", "controller"))
+			}
 			if code := h.stop(syscall.SIGTERM); code > 0 {
 				t.Errorf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
 			}
@@ -49,18 +54,65 @@ func startCluster(t *testing.T) []*hostProc {
 	return hosts
 }
 
-// controllerOf returns the host id the cluster reports as controller.
-func controllerOf(h *hostProc) (int, error) {
+// describeLine is one host line of `cluster describe`.
+type describeLine struct {
+	name, addr   string
+	id           int
+	alive        bool
+	epoch        string // broker epoch, "-" when down
+	controller   bool
+	controllerEp string
+}
+
+// describe runs `cluster describe` through h and parses it.
+func describe(h *hostProc) ([]describeLine, error) {
 	out, _, err := h.cli("", "cluster", "describe")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "yes (epoch") {
-			return strconv.Atoi(strings.Fields(line)[0])
+	var lines []describeLine
+	for _, line := range strings.Split(out, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		id, err := strconv.Atoi(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("describe line %q: %w", line, err)
+		}
+		d := describeLine{name: f[0], id: id, addr: f[2], alive: f[3] == "true", epoch: f[4], controller: f[5] == "yes"}
+		if d.controller && len(f) >= 8 {
+			d.controllerEp = strings.TrimSuffix(f[7], ")")
+		}
+		lines = append(lines, d)
+	}
+	return lines, nil
+}
+
+// controllerOf returns the describe line of the controller as h reports it.
+func controllerOf(h *hostProc) (describeLine, error) {
+	lines, err := describe(h)
+	if err != nil {
+		return describeLine{}, err
+	}
+	for _, l := range lines {
+		if l.controller {
+			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("no controller in %q", out)
+	return describeLine{}, fmt.Errorf("no controller in %v", lines)
+}
+
+// byAddr returns the host process listening at addr.
+func byAddr(t *testing.T, hosts []*hostProc, addr string) *hostProc {
+	t.Helper()
+	for _, h := range hosts {
+		if h.addr() == addr {
+			return h
+		}
+	}
+	t.Fatalf("no host at %s", addr)
+	return nil
 }
 
 func TestThreeHostCluster(t *testing.T) {
@@ -81,6 +133,15 @@ func TestThreeHostCluster(t *testing.T) {
 	}
 	if len(leaders) != 3 || leaders["1"] != 2 || leaders["2"] != 2 || leaders["3"] != 2 {
 		t.Fatalf("partitions not spread evenly: leaders %v", leaders)
+	}
+	if lines, err := describe(hosts[0]); err != nil || len(lines) != 3 {
+		t.Fatalf("cluster describe: %v, %v", lines, err)
+	} else {
+		for _, l := range lines {
+			if !l.alive || l.epoch == "-" || !strings.HasPrefix(l.name, "host") {
+				t.Fatalf("cluster describe line %+v", l)
+			}
+		}
 	}
 
 	// Produce through one host, consume through another.
@@ -107,7 +168,7 @@ func TestThreeHostCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := hosts[ctrl-1]
+	victim := byAddr(t, hosts, ctrl.addr)
 	var survivor *hostProc
 	for _, h := range hosts {
 		if h != victim {
@@ -117,21 +178,72 @@ func TestThreeHostCluster(t *testing.T) {
 	}
 	victim.stop(syscall.SIGKILL)
 	start := time.Now()
-	newCtrl := ctrl
-	for newCtrl == ctrl {
+	var newCtrl describeLine
+	for newCtrl.name == "" || newCtrl.name == ctrl.name {
 		if time.Since(start) > time.Minute {
 			t.Fatal("no new controller within a minute")
 		}
-		time.Sleep(200 * time.Millisecond)
-		if id, err := controllerOf(survivor); err == nil {
-			newCtrl = id
+		time.Sleep(100 * time.Millisecond)
+		if c, err := controllerOf(survivor); err == nil {
+			newCtrl = c
 		}
 	}
 	elected := time.Since(start)
 	survivor.mustCLI("", "topics", "create", "after-failover", "--partitions", "2")
-	t.Logf("controller failover (SIGKILL host %d): host %d elected after %v; topic creation served after %v",
-		ctrl, newCtrl, elected, time.Since(start))
+	t.Logf("controller failover (SIGKILL %s): %s elected after %v; topic creation served after %v",
+		ctrl.name, newCtrl.name, elected, time.Since(start))
 	if out := survivor.mustCLI("", "topics", "list"); !strings.Contains(out, "spread") || !strings.Contains(out, "after-failover") {
 		t.Fatalf("metadata after failover: %q", out)
 	}
+
+	// The dead host's partitions are offline (no replication yet), the
+	// cluster knows the host is down; the rest keep serving.
+	clustertest.WaitFor(t, 30*time.Second, func() error {
+		out := survivor.mustCLI("", "topics", "describe", "spread")
+		if n := strings.Count(out, "none (offline)"); n != 2 {
+			return fmt.Errorf("%d partitions offline, want 2:\n%s", n, out)
+		}
+		return nil
+	})
+	if lines, err := describe(survivor); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, l := range lines {
+			if l.name == ctrl.name && l.alive {
+				t.Fatalf("killed host still alive in %+v", lines)
+			}
+		}
+	}
+
+	// It comes back with its data: every record is there again.
+	victim.start()
+	clustertest.WaitFor(t, 30*time.Second, func() error {
+		out := survivor.mustCLI("", "topics", "describe", "spread")
+		if strings.Contains(out, "offline") || strings.Contains(out, "unavailable") {
+			return fmt.Errorf("partitions still offline:\n%s", out)
+		}
+		return nil
+	})
+	if recs := survivor.consumeAll("spread", 600); len(recs) != 600 {
+		t.Fatalf("after the host returned: consumed %d of 600 records", len(recs))
+	}
+}
+
+// grepLog keeps the lines of a host log that contain any of words (protoactor's
+// gossip retries aside).
+func grepLog(log string, words ...string) string {
+	var out strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "sendGossipForMember") {
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out.WriteString(line)
+				out.WriteByte('\n')
+				break
+			}
+		}
+	}
+	return out.String()
 }

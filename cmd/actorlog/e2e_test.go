@@ -98,6 +98,7 @@ type hostProc struct {
 	dir     string
 	base    int
 	extra   []string // more host flags (cluster tests)
+	env     []string // more environment variables (NAME=value)
 	bin     string   // binary to run (default binPath)
 	cmd     *exec.Cmd
 	logPath string
@@ -133,6 +134,9 @@ func (h *hostProc) start() {
 	}
 	h.cmd = exec.Command(bin, append([]string{"host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr()}, h.extra...)...)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	if len(h.env) > 0 {
+		h.cmd.Env = append(os.Environ(), h.env...)
+	}
 	if err := h.cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -170,6 +174,10 @@ func (h *hostProc) stop(sig syscall.Signal) int {
 	h.cmd = nil
 	t0 := time.Now()
 	defer func() { h.t.Logf("host stop (%v) took %v", sig, time.Since(t0)) }()
+	// A host a test froze (SIGSTOP) must run to act on the signal.
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return -1
+	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		return -1
 	}

@@ -5,22 +5,34 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/host"
 )
 
 func newHostCmd(g *globals) *cobra.Command {
 	var cfg host.Config
 	var hostID int
+	var endpoints, configFile string
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
-		Args:  cobra.NoArgs,
+		Long: `Run an actorlog host. With no cluster flags it is a cluster of one, with
+its own single-member etcd. In a cluster every host has a --name; the first
+3 (or 5) run an etcd voter (--etcd-peer, --etcd-client, --initial-cluster
+listing every voter), others join with --etcd-endpoints.
+
+Every flag can also be set as ACTORLOG_<FLAG> (ACTORLOG_ETCD_PEER) or as a
+key of the YAML file given with --config (etcd-peer: host1:7071); the
+command line wins over the environment, which wins over the file.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := g.logLevel
 			if level == "" {
@@ -32,34 +44,70 @@ func newHostCmd(g *globals) *cobra.Command {
 			}
 			cfg.Logger = logger
 			cfg.HostID = int32(hostID)
+			if endpoints != "" {
+				if cfg.EtcdEndpoints, err = cluster.ParseEndpoints(endpoints); err != nil {
+					return fmt.Errorf("--etcd-endpoints: %w", err)
+				}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-			h, err := host.Start(startCtx, cfg)
-			cancel()
+			// No deadline: a voter waits for its etcd quorum as Kafka
+			// brokers wait for their controllers (it logs while it waits).
+			h, err := host.Start(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			<-ctx.Done()
+			fenced := false
+			select {
+			case <-ctx.Done():
+				logger.Info("shutting down")
+			case <-h.Fenced():
+				fenced = true
+				logger.Warn("fenced after losing the host lease; restarting to rejoin the cluster with a new broker epoch")
+			}
 			stop()
-			logger.Info("shutting down")
 			shutCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := h.Shutdown(shutCtx); err != nil {
+			if err := h.Shutdown(shutCtx); err != nil && !fenced {
 				return fmt.Errorf("shutdown: %w", err)
+			} else if err != nil {
+				logger.WithError(err).Warn("shutdown of the fenced host")
+			}
+			if fenced {
+				return reexec()
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "YAML file of flag settings (keys are flag names)")
+	f.StringVar(&cfg.Name, "name", "", "this host's name, unique in the cluster; also its etcd member name (default host-1)")
 	f.StringVar(&cfg.DataDir, "data-dir", "./data", "directory for partition logs and metadata")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "address clients and other hosts connect to")
 	f.StringVar(&cfg.HTTP, "http", "127.0.0.1:7080", "address of /healthz and /metrics (\"off\" to disable)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
-	f.IntVar(&hostID, "host-id", 1, "this host's id in the cluster (>= 1)")
-	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer URL (default http://<listen host>:<listen port+1>)")
-	f.StringVar(&cfg.EtcdClient, "etcd-client", "", "embedded etcd client URL (default http://<listen host>:<listen port+2>)")
-	f.StringVar(&cfg.EtcdInitialCluster, "etcd-initial-cluster", "", "embedded etcd initial cluster (name=peerURL,...; default this host alone)")
-	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 10*time.Second, "host liveness lease TTL")
+	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")
+	f.StringVar(&cfg.EtcdClient, "etcd-client", "", "embedded etcd client address HOST:PORT (default --listen port+2)")
+	f.StringVar(&cfg.EtcdInitialCluster, "initial-cluster", "", "the etcd voters, NAME=http://HOST:PEERPORT,... including this host (default this host alone)")
+	f.StringVar(&endpoints, "etcd-endpoints", "", "join through an etcd cluster run elsewhere (http://HOST:CLIENTPORT,...) instead of running a voter")
+	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", host.DefaultLeaseTTL, "host liveness lease TTL: a host silent this long loses its partitions")
+	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	return cmd
+}
+
+// reexec replaces the process with a fresh copy of itself (same pid, same
+// arguments): a fenced host comes back as a new incarnation, with a new
+// protoactor member id and a new broker epoch.
+func reexec() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("restart after fencing: %w", err)
+	}
+	// Linux resolves /proc/self/exe to "<path> (deleted)" when the binary
+	// was replaced on disk; run the new one at the same path.
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if err := syscall.Exec(exe, os.Args, os.Environ()); err != nil {
+		return fmt.Errorf("restart after fencing: exec %s: %w", exe, err)
+	}
+	return nil
 }

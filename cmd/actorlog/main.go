@@ -31,6 +31,9 @@ func newRoot() *cobra.Command {
 		Short:         "actorlog: a durable, partitioned, replicated event log",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnvAndConfig(cmd)
+		},
 	}
 	root.PersistentFlags().StringVar(&g.bootstrap, "bootstrap", "127.0.0.1:7070", "host addresses to bootstrap from (host:port[,host:port...])")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level (debug, info, warn, error; default info for host, warn otherwise)")
