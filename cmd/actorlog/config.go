@@ -17,6 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// settingsFileAnnotation marks a command whose --config flag names a
+// YAML settings file.
+const settingsFileAnnotation = "actorlog/settings-file"
+
 // envName is the environment variable of a flag: ACTORLOG_ETCD_PEER for
 // --etcd-peer.
 func envName(flag string) string {
@@ -28,7 +32,9 @@ func envName(flag string) string {
 func applyEnvAndConfig(cmd *cobra.Command) error {
 	flags := cmd.Flags()
 	var file map[string]string
-	if cf := flags.Lookup("config"); cf != nil {
+	// Only commands that say so take a settings file (topics create has
+	// a --config of its own: topic configs).
+	if cf := flags.Lookup("config"); cf != nil && cmd.Annotations[settingsFileAnnotation] == "true" {
 		path := cf.Value.String()
 		if !cf.Changed {
 			path = os.Getenv(envName("config"))

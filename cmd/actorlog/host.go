@@ -32,7 +32,8 @@ listing every voter), others join with --etcd-endpoints.
 Every flag can also be set as ACTORLOG_<FLAG> (ACTORLOG_ETCD_PEER) or as a
 key of the YAML file given with --config (etcd-peer: host1:7071); the
 command line wins over the environment, which wins over the file.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{settingsFileAnnotation: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := g.logLevel
 			if level == "" {
