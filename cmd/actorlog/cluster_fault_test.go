@@ -103,18 +103,26 @@ func waitRejoined(t *testing.T, via *hostProc, name, old string, n int) {
 	})
 }
 
-func TestFrozenControllerIsReplacedAndFenced(t *testing.T) {
-	hosts := startCluster(t)
+// controllerHost finds the controller: its describe line, its process,
+// another host's process, and the broker epochs before anything happens.
+func controllerHost(t *testing.T, hosts []*hostProc) (describeLine, *hostProc, *hostProc, map[string]string) {
+	t.Helper()
 	ctrl, err := controllerOf(hosts[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := byAddr(t, hosts, ctrl.addr)
-	survivor := others(hosts, old)[0]
+	h := byAddr(t, hosts, ctrl.addr)
+	survivor := others(hosts, h)[0]
 	before, err := epochs(survivor)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctrl, h, survivor, before
+}
+
+func TestFrozenControllerIsReplacedAndFenced(t *testing.T) {
+	hosts := startCluster(t)
+	ctrl, old, survivor, before := controllerHost(t, hosts)
 
 	// Freeze the controller's host past its lease: another takes over.
 	old.signal(syscall.SIGSTOP)

@@ -31,16 +31,7 @@ func TestControllerFailoverTrials(t *testing.T) {
 	hosts := startCluster(t)
 	var times []time.Duration
 	for i := 0; i < trials; i++ {
-		ctrl, err := controllerOf(hosts[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		victim := byAddr(t, hosts, ctrl.addr)
-		survivor := others(hosts, victim)[0]
-		before, err := epochs(survivor)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctrl, victim, survivor, before := controllerHost(t, hosts)
 		victim.stop(syscall.SIGKILL)
 		start := time.Now()
 		topic := fmt.Sprintf("failover-%d", i)
