@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -419,8 +420,14 @@ func TestSIGKILLDuringAcks1Production(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	// Stop the producer before the restart, so its retries of unacknowledged
-	// batches do not land while the log is checked.
+	// Stop the producer (without waiting for its unacknowledged batches)
+	// before the restart, so its retries do not land while the log is
+	// checked.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Close(gone); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("closing the producer: %v", err)
+	}
 	c.Close()
 	mu.Lock()
 	snapshot := map[string]bool{}
