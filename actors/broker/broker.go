@@ -85,10 +85,11 @@ type tp struct {
 }
 
 type running struct {
-	pid     *actor.PID
-	epoch   int32
-	topicID string
-	configs map[string]string
+	pid            *actor.PID
+	epoch          int32
+	partitionEpoch int32
+	topicID        string
+	configs        map[string]string
 }
 
 // Broker is the actor; create it with Props.
@@ -282,6 +283,10 @@ func (b *Broker) reconcile(ctx actor.Context) {
 				b.spawnReplica(ctx, t, p)
 			case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
 				b.stopReplica(ctx, key, r.topicID != t.TopicId)
+			case r.partitionEpoch != p.PartitionEpoch:
+				// Same leadership, new ISR: the leader takes it in place.
+				r.partitionEpoch = p.PartitionEpoch
+				ctx.Send(r.pid, &replica.UpdateISR{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: append([]int32(nil), p.Isr...)})
 			}
 		}
 	}
@@ -330,13 +335,14 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 	pid, err := ctx.SpawnNamed(replica.Props(replica.Config{
 		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
+		Self: b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
 		Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
 	}), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {
 		log.WithError(err).Error("cannot spawn replica")
 		return
 	}
-	b.replicas[key] = &running{pid: pid, epoch: p.LeaderEpoch, topicID: t.TopicId, configs: t.Configs}
+	b.replicas[key] = &running{pid: pid, epoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch, topicID: t.TopicId, configs: t.Configs}
 }
 
 // claimDir creates a partition directory for topicID, wiping one that

@@ -13,6 +13,8 @@
 package replica
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -47,8 +49,13 @@ func (r *Replica) fetchError(req *messages.FetchRequest, code messages.ErrorCode
 }
 
 // read serves req from the log; it reports whether min_bytes was met.
+// Consumers read below the high watermark, followers up to the log end.
 func (r *Replica) read(req *messages.FetchRequest) (*messages.FetchResponse, bool) {
-	res, err := r.log.Read(req.FetchOffset, int(req.MaxBytes), r.hw)
+	upTo := r.hw
+	if req.ReplicaId >= 0 {
+		upTo = r.log.LogEndOffset()
+	}
+	res, err := r.log.Read(req.FetchOffset, int(req.MaxBytes), upTo)
 	if err != nil {
 		return r.fetchError(req, codeFor(err), err.Error()), true
 	}
@@ -67,6 +74,12 @@ func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 	if code != 0 {
 		r.reply(ctx, ctx.Sender(), r.fetchError(req, code, msg), start)
 		return
+	}
+	if req.ReplicaId >= 0 {
+		if resp := r.onFollowerFetch(ctx, req); resp != nil {
+			r.reply(ctx, ctx.Sender(), resp, start)
+			return
+		}
 	}
 	resp, enough := r.read(req)
 	if enough || resp.ErrorCode != 0 || req.MaxWaitMs == 0 || ctx.Sender() == nil {
@@ -117,4 +130,37 @@ func (r *Replica) onFetchTimeout(ctx actor.Context, msg fetchTimeout) {
 	}
 	resp, _ := r.read(p.req)
 	r.reply(ctx, p.sender, resp, p.start)
+}
+
+// onFollowerFetch records a follower's fetch (its log end offset is the
+// fetch offset) in the leader state: the high watermark may advance and
+// the follower may be proposed into the ISR. It returns an answer when the
+// fetch must not read: a diverging epoch (the follower truncates first) or
+// an error.
+func (r *Replica) onFollowerFetch(ctx actor.Context, req *messages.FetchRequest) *messages.FetchResponse {
+	div, diverging, code := DivergingEpoch(req.LastFetchedEpoch, req.FetchOffset, r.log.LogStartOffset(), r.log.EndOffsetForEpoch)
+	if code != 0 {
+		return r.fetchError(req, code, fmt.Sprintf("fetch offset %d with last fetched epoch %d is outside the leader's log", req.FetchOffset, req.LastFetchedEpoch))
+	}
+	if diverging {
+		resp := r.fetchError(req, 0, "")
+		resp.DivergingEpoch = &messages.EpochEndOffset{Epoch: div.Epoch, EndOffset: div.EndOffset}
+		return resp
+	}
+	step, err := r.leader.OnFollowerFetch(req.ReplicaId, req.FetchOffset, r.log.LogEndOffset(), time.Now())
+	switch {
+	case errors.Is(err, ErrUnknownReplica):
+		return r.fetchError(req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, err.Error()+"; consumers send replica_id -1")
+	case errors.Is(err, ErrFetchOffset):
+		return r.fetchError(req, messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE, err.Error())
+	case err != nil:
+		return r.fetchError(req, messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR, err.Error())
+	}
+	if step.ExpandISR != nil {
+		r.proposeISR(*step.ExpandISR, "follower caught up")
+	}
+	if step.HighWatermarkAdvanced {
+		r.onLogGrew(ctx)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@
 package replica
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -27,8 +28,21 @@ import (
 
 var recordChecksum = record.ErrChecksum
 
-// isrSize is the number of in-sync replicas: one until replication exists.
-func (r *Replica) isrSize() int { return 1 }
+// DefaultProduceTimeout bounds an acks=all wait when the request gives no
+// timeout_ms (Kafka's request.timeout.ms default).
+const DefaultProduceTimeout = 30 * time.Second
+
+// parkedProduce is an acks=all request whose batch is in the log, waiting
+// for the high watermark to pass it.
+type parkedProduce struct {
+	resp     *messages.ProduceResponse
+	sender   *actor.PID
+	required int64 // the batch's last offset + 1
+	timer    *time.Timer
+	start    time.Time
+	records  int
+	bytes    int
+}
 
 func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 	start := time.Now()
@@ -44,14 +58,15 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 		switch req.Acks {
 		case messages.Acks_ACKS_NONE, messages.Acks_ACKS_LEADER:
 		case messages.Acks_ACKS_ALL:
-			if r.isrSize() < r.cfg.MinInsyncReplicas {
-				code, msg = messages.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS, "fewer in-sync replicas than min.insync.replicas"
+			if code = r.leader.CheckAcksAll(); code != 0 {
+				msg = fmt.Sprintf("%d in-sync replicas %v, min.insync.replicas is %d", r.leader.InSyncCount(), r.leader.ISR(), r.leader.EffectiveMinISR())
 			}
 		default:
 			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUIRED_ACKS, "acks must be 0, 1 or all"
 		}
 	}
 	records := 0
+	required := int64(-1)
 	if code == 0 {
 		info, err := r.log.Append(req.Records, r.epoch)
 		if err != nil {
@@ -61,7 +76,9 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 			resp.BaseOffset = info.FirstOffset
 			resp.LogAppendTimeMs = info.LogAppendTime
 			records = int(info.LastOffset - info.FirstOffset + 1)
-			r.advanceHighWatermark(ctx, r.log.LogEndOffset())
+			required = info.LastOffset + 1
+			r.leader.OnLeaderAppend(r.log.LogEndOffset(), time.Now())
+			r.onLogGrew(ctx)
 		}
 	}
 	resp.ErrorCode, resp.ErrorMessage = code, msg
@@ -75,18 +92,73 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 		}
 		return
 	}
-	if ctx.Sender() != nil {
-		ctx.Respond(resp)
+	if ctx.Sender() == nil {
+		return
+	}
+	if code == 0 && req.Acks == messages.Acks_ACKS_ALL {
+		if done, c := r.leader.AcksAllDone(required); !done {
+			r.parkProduce(ctx, req, resp, required, records, start)
+			return
+		} else if c != 0 {
+			resp.ErrorCode, resp.ErrorMessage = c, "the in-sync replicas fell below min.insync.replicas; the batch is in the log"
+		}
+	}
+	ctx.Respond(resp)
+}
+
+// parkProduce holds an acks=all answer until the high watermark passes
+// the batch or the request's timeout ends.
+func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, resp *messages.ProduceResponse, required int64, records int, start time.Time) {
+	wait := DefaultProduceTimeout
+	if req.TimeoutMs > 0 {
+		wait = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	r.nextFetch++
+	id := r.nextFetch
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	r.waitingAcks[id] = &parkedProduce{
+		resp: resp, sender: ctx.Sender(), required: required, start: start, records: records, bytes: len(req.Records),
+		timer: time.AfterFunc(wait, func() { root.Send(self, produceTimeout{id: id}) }),
 	}
 }
 
-// advanceHighWatermark moves the high watermark (with one replica, to the
-// log end offset) and wakes fetches waiting for data.
-func (r *Replica) advanceHighWatermark(ctx actor.Context, hw int64) {
-	if hw <= r.hw {
-		return
+// completeProduces answers the acks=all requests the high watermark now
+// passes.
+func (r *Replica) completeProduces(ctx actor.Context) {
+	for id, p := range r.waitingAcks {
+		done, code := r.leader.AcksAllDone(p.required)
+		if !done {
+			continue
+		}
+		delete(r.waitingAcks, id)
+		p.timer.Stop()
+		if code != 0 {
+			p.resp.ErrorCode, p.resp.ErrorMessage = code, "the in-sync replicas fell below min.insync.replicas; the batch is in the log"
+		}
+		ctx.Send(p.sender, p.resp)
 	}
-	r.hw = hw
-	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, hw)
+}
+
+func (r *Replica) onProduceTimeout(ctx actor.Context, m produceTimeout) {
+	p, ok := r.waitingAcks[m.id]
+	if !ok {
+		return // answered already
+	}
+	delete(r.waitingAcks, m.id)
+	p.resp.ErrorCode = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
+	p.resp.ErrorMessage = fmt.Sprintf("the in-sync replicas did not all have the batch within the timeout (high watermark %d, batch ends at %d)", r.hw, p.required)
+	ctx.Send(p.sender, p.resp)
+}
+
+// onLogGrew takes the leader state's high watermark after the log or a
+// follower moved, answers the acks=all requests it passes, and wakes the
+// parked fetches (followers wait for the log end, consumers for the high
+// watermark).
+func (r *Replica) onLogGrew(ctx actor.Context) {
+	if hw := r.leader.HighWatermark(); hw > r.hw {
+		r.hw = hw
+		r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, hw)
+		r.completeProduces(ctx)
+	}
 	r.wakeFetches(ctx)
 }

@@ -37,6 +37,21 @@ type Config struct {
 	LeaderEpoch int32
 	// MinInsyncReplicas is min.insync.replicas for acks=all (default 1).
 	MinInsyncReplicas int
+	// Self is this host's id. Replicas and ISR are the partition's replica
+	// set and in-sync replicas as the controller last committed them, at
+	// PartitionEpoch (default: Self alone).
+	Self           int32
+	Replicas, ISR  []int32
+	PartitionEpoch int32
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: an ISR follower that
+	// has not caught up for this long is proposed out of the ISR (default
+	// DefaultReplicaLagTimeMax).
+	ReplicaLagTimeMax time.Duration
+	// ProposeISR, if set, is given (on the actor's goroutine) each ISR
+	// change the leader wants the controller to commit; the answer comes
+	// back as an UpdateISR (or an ISRChangeFailed). Without it a proposal
+	// is withdrawn at once and the ISR stays as committed.
+	ProposeISR func(ISRChange)
 	// RetentionCheckInterval is how often segments past retention are
 	// deleted (default DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
@@ -68,8 +83,21 @@ type Opened struct {
 	Err       error
 }
 
+// UpdateISR tells the leader the ISR the controller committed for its
+// leader epoch (from the metadata), at PartitionEpoch.
+type UpdateISR struct {
+	LeaderEpoch, PartitionEpoch int32
+	ISR                         []int32
+}
+
+// ISRChangeFailed tells the leader its proposed ISR change was certainly
+// not committed, so it may propose again.
+type ISRChangeFailed struct{}
+
 // Internal messages.
 type (
+	isrCheck       struct{}
+	produceTimeout struct{ id uint64 }
 	fetchTimeout   struct{ id uint64 }
 	retentionTick  struct{}
 	getStateSignal struct{}
@@ -95,13 +123,16 @@ type Replica struct {
 	logger  *logrus.Entry
 	metrics Metrics
 
-	epoch int32
-	hw    int64 // high watermark: with one replica, the log end offset
+	epoch  int32
+	hw     int64        // high watermark, as the leader state computes it
+	leader *LeaderState // followers, ISR and high watermark of this term
 
 	waiting   map[uint64]*parkedFetch
 	nextFetch uint64
-	retention *time.Ticker
-	stopTick  chan struct{}
+	// acks=all produce requests waiting for the high watermark.
+	waitingAcks map[uint64]*parkedProduce
+	retention   *time.Ticker
+	stopTick    chan struct{}
 }
 
 // Props returns the props of a replica actor for cfg.
@@ -119,12 +150,23 @@ func newReplica(cfg Config) *Replica {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
+	if len(cfg.Replicas) == 0 {
+		cfg.Replicas = []int32{cfg.Self}
+	}
+	if len(cfg.ISR) == 0 {
+		cfg.ISR = []int32{cfg.Self}
+	}
+	if cfg.ReplicaLagTimeMax <= 0 {
+		cfg.ReplicaLagTimeMax = DefaultReplicaLagTimeMax
+	}
 	r := &Replica{
 		cfg:     cfg,
 		metrics: cfg.Metrics,
 		epoch:   cfg.LeaderEpoch,
 		waiting: map[uint64]*parkedFetch{},
-		logger:  cfg.Logger.WithFields(logrus.Fields{"topic": cfg.Topic, "partition": cfg.Partition}),
+
+		waitingAcks: map[uint64]*parkedProduce{},
+		logger:      cfg.Logger.WithFields(logrus.Fields{"topic": cfg.Topic, "partition": cfg.Partition}),
 	}
 	if r.metrics == nil {
 		r.metrics = noMetrics{}
@@ -147,6 +189,16 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onOffsetForLeaderEpoch(ctx, msg)
 	case fetchTimeout:
 		r.onFetchTimeout(ctx, msg)
+	case produceTimeout:
+		r.onProduceTimeout(ctx, msg)
+	case isrCheck:
+		r.onISRCheck()
+	case *UpdateISR:
+		r.onUpdateISR(ctx, msg)
+	case ISRChangeFailed:
+		if r.leader != nil {
+			r.leader.AbortISRChange()
+		}
 	case retentionTick:
 		r.onRetention()
 	case getStateSignal:
@@ -170,7 +222,27 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		return
 	}
 	r.log = l
-	r.hw = l.LogEndOffset()
+	now := time.Now()
+	// A leader alone in its ISR owns everything in its log; otherwise the
+	// high watermark starts at the log start and the followers' fetches
+	// move it (Kafka restores it from a checkpoint first; with one
+	// replica there is nothing to wait for).
+	hw := l.LogStartOffset()
+	if len(r.cfg.ISR) == 1 && r.cfg.ISR[0] == r.cfg.Self {
+		hw = l.LogEndOffset()
+	}
+	r.leader, err = NewLeaderState(LeaderConfig{
+		Self: r.cfg.Self, LeaderEpoch: r.epoch, PartitionEpoch: r.cfg.PartitionEpoch,
+		EpochStartOffset: l.LogEndOffset(), Replicas: r.cfg.Replicas, ISR: r.cfg.ISR,
+		HighWatermark: hw, MinInsyncReplicas: r.cfg.MinInsyncReplicas, ReplicaLagTimeMax: r.cfg.ReplicaLagTimeMax,
+	}, now)
+	if err != nil {
+		r.logger.WithError(err).Error("replica: invalid leadership")
+		ctx.Stop(ctx.Self())
+		return
+	}
+	r.leader.OnLeaderAppend(l.LogEndOffset(), now)
+	r.hw = r.leader.HighWatermark()
 	if err := l.AssignEpoch(r.epoch, l.LogEndOffset()); err != nil {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
 	}
@@ -179,13 +251,18 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	t := time.NewTicker(r.cfg.RetentionCheckInterval)
 	r.retention = t
+	// ISR maintenance runs every half lag time, as Kafka's isr-expiration.
+	isrT := time.NewTicker(r.cfg.ReplicaLagTimeMax / 2)
 	go func(stop <-chan struct{}) {
+		defer isrT.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-t.C:
 				root.Send(self, retentionTick{})
+			case <-isrT.C:
+				root.Send(self, isrCheck{})
 			}
 		}
 	}(r.stopTick)
@@ -208,6 +285,14 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		delete(r.waiting, id)
 		p.timer.Stop()
 		ctx.Send(p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"))
+	}
+	for id, p := range r.waitingAcks {
+		delete(r.waitingAcks, id)
+		p.timer.Stop()
+		// The records are in the log; whether they reach the high
+		// watermark is for the next leader to tell. Kafka answers so too.
+		p.resp.ErrorCode, p.resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "leader stopping before the in-sync replicas had the batch"
+		ctx.Send(p.sender, p.resp)
 	}
 	if r.log != nil {
 		if err := r.log.Close(); err != nil {
@@ -240,14 +325,14 @@ func (r *Replica) state() State {
 
 // checkEpoch compares a request's leader epoch with ours (-1: no check).
 func (r *Replica) checkEpoch(reqEpoch int32) (messages.ErrorCode, string) {
-	switch {
-	case reqEpoch < 0 || reqEpoch == r.epoch:
-		return messages.ErrorCode_ERROR_CODE_UNSPECIFIED, ""
-	case reqEpoch < r.epoch:
-		return messages.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH, fmt.Sprintf("request epoch %d is older than the leader's %d", reqEpoch, r.epoch)
-	default:
-		return messages.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("request epoch %d is newer than the leader's %d", reqEpoch, r.epoch)
+	code := CheckLeaderEpoch(r.epoch, reqEpoch)
+	switch code {
+	case messages.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH:
+		return code, fmt.Sprintf("request epoch %d is older than the leader's %d", reqEpoch, r.epoch)
+	case messages.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH:
+		return code, fmt.Sprintf("request epoch %d is newer than the leader's %d", reqEpoch, r.epoch)
 	}
+	return code, ""
 }
 
 // checkTarget makes sure a request is for this partition and that the log is open.
