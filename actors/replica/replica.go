@@ -52,6 +52,9 @@ type Config struct {
 	// back as an UpdateISR (or an ISRChangeFailed). Without it a proposal
 	// is withdrawn at once and the ISR stays as committed.
 	ProposeISR func(ISRChange)
+	// Follow, when set, makes this replica a follower of the leader
+	// replica at that PID, for LeaderEpoch.
+	Follow *actor.PID
 	// RetentionCheckInterval is how often segments past retention are
 	// deleted (default DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
@@ -125,7 +128,9 @@ type Replica struct {
 
 	epoch  int32
 	hw     int64        // high watermark, as the leader state computes it
-	leader *LeaderState // followers, ISR and high watermark of this term
+	leader *LeaderState // followers, ISR and high watermark of this term (leader)
+	// following is set when this replica is a follower.
+	following *following
 
 	waiting   map[uint64]*parkedFetch
 	nextFetch uint64
@@ -193,6 +198,10 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onProduceTimeout(ctx, msg)
 	case isrCheck:
 		r.onISRCheck()
+	case truncateStep:
+		r.onTruncateStep(ctx)
+	case fetchStep:
+		r.onFetchStep(ctx)
 	case *UpdateISR:
 		r.onUpdateISR(ctx, msg)
 	case ISRChangeFailed:
@@ -222,6 +231,11 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		return
 	}
 	r.log = l
+	if r.cfg.Follow != nil {
+		r.startFollowing(ctx)
+		r.startTimers(ctx)
+		return
+	}
 	now := time.Now()
 	// A leader alone in its ISR owns everything in its log; otherwise the
 	// high watermark starts at the log start and the followers' fetches
@@ -247,6 +261,12 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
 	}
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
+	r.startTimers(ctx)
+	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
+}
+
+// startTimers starts the retention and ISR tickers.
+func (r *Replica) startTimers(ctx actor.Context) {
 	r.stopTick = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	t := time.NewTicker(r.cfg.RetentionCheckInterval)
@@ -266,7 +286,6 @@ func (r *Replica) onStarted(ctx actor.Context) {
 			}
 		}
 	}(r.stopTick)
-	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
 }
 
 func withLogger(c storage.Config, l *logrus.Entry) storage.Config {
@@ -342,6 +361,9 @@ func (r *Replica) checkTarget(topic string, partition int32, epoch int32) (messa
 	}
 	if r.log == nil {
 		return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, "log not open"
+	}
+	if r.following != nil {
+		return messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("this replica of %s-%d follows %s", r.cfg.Topic, r.cfg.Partition, r.following.leader)
 	}
 	return r.checkEpoch(epoch)
 }

@@ -1,0 +1,176 @@
+// follower.go: the replica actor as a follower (Config.Follow set). It
+// first makes its log agree with the leader's (OffsetForLeaderEpoch and
+// TruncationPoint, KIP-101/279), then pulls with long-poll replica fetches
+// from its log end, appends what it gets with the leader's offsets and
+// epochs, and takes the leader's high watermark, clamped to its own log.
+// One request is in flight at a time; the answers come back through
+// ReenterAfter on the actor's goroutine. Clients get NOT_LEADER_OR_FOLLOWER.
+
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/messages"
+)
+
+// Follower fetch settings (Kafka's replica.fetch.* defaults, except the
+// wait: a shorter long poll keeps acks=all latency low).
+const (
+	ReplicaFetchMaxBytes = 8 << 20
+	ReplicaFetchWait     = 500 * time.Millisecond
+	replicaBackoffMin    = 50 * time.Millisecond
+	replicaBackoffMax    = time.Second
+)
+
+type (
+	truncateStep struct{}
+	fetchStep    struct{}
+)
+
+// following is a follower's view of its leader.
+type following struct {
+	leader  *actor.PID
+	backoff time.Duration
+	fetches int64 // answered fetches, for tests and logs
+}
+
+func (r *Replica) startFollowing(ctx actor.Context) {
+	r.following = &following{leader: r.cfg.Follow}
+	r.hw = r.log.LogStartOffset()
+	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.epoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
+	ctx.Send(ctx.Self(), truncateStep{})
+}
+
+// retry runs step again after a growing delay (a leader that moved or is
+// not ready yet).
+func (r *Replica) retry(ctx actor.Context, step any, why string, err error) {
+	f := r.following
+	f.backoff = min(max(2*f.backoff, replicaBackoffMin), replicaBackoffMax)
+	r.logger.WithError(err).WithFields(logrus.Fields{"retry_in": f.backoff, "step": why}).Debug("follower step failed")
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(f.backoff, func() { root.Send(self, step) })
+}
+
+// onTruncateStep asks the leader where the latest local epoch ends.
+func (r *Replica) onTruncateStep(ctx actor.Context) {
+	if r.log == nil || r.following == nil {
+		return
+	}
+	epoch, ok := r.log.LatestEpoch()
+	if !ok {
+		// No epochs: nothing to compare; start from the local log end.
+		// (A log written only through this code always has epochs.)
+		ctx.Send(ctx.Self(), fetchStep{})
+		return
+	}
+	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
+		CurrentLeaderEpoch: r.epoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
+	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, 10*time.Second), func(res any, err error) {
+		if r.log == nil {
+			return
+		}
+		resp, ok := res.(*messages.OffsetForLeaderEpochResponse)
+		if err == nil && !ok {
+			err = fmt.Errorf("unexpected answer %T", res)
+		}
+		if err == nil && resp.ErrorCode != 0 {
+			err = fmt.Errorf("%v: %s", resp.ErrorCode, resp.ErrorMessage)
+		}
+		if err != nil {
+			r.retry(ctx, truncateStep{}, "offset for leader epoch", err)
+			return
+		}
+		r.truncate(ctx, EpochEndOffset{Epoch: resp.LeaderEpoch, EndOffset: resp.EndOffset})
+	})
+}
+
+// truncate applies a truncation decision, then asks again or fetches.
+func (r *Replica) truncate(ctx actor.Context, leader EpochEndOffset) {
+	leo := r.log.LogEndOffset()
+	d := TruncationPoint(leo, r.hw, r.log.EndOffsetForEpoch, leader)
+	if d.TruncateTo < leo {
+		end, err := r.log.TruncateTo(d.TruncateTo)
+		if err != nil {
+			r.logger.WithError(err).Error("follower: truncation failed")
+			r.retry(ctx, truncateStep{}, "truncate", err)
+			return
+		}
+		r.hw = min(r.hw, end)
+		r.logger.WithFields(logrus.Fields{"from": leo, "to": end, "leader_epoch": leader.Epoch, "leader_end_offset": leader.EndOffset}).Info("follower truncated its log to agree with the leader")
+	}
+	r.following.backoff = 0
+	if !d.Completed {
+		ctx.Send(ctx.Self(), truncateStep{})
+		return
+	}
+	ctx.Send(ctx.Self(), fetchStep{})
+}
+
+// onFetchStep sends one replica fetch from the log end.
+func (r *Replica) onFetchStep(ctx actor.Context) {
+	if r.log == nil || r.following == nil {
+		return
+	}
+	last := int32(-1)
+	if e, ok := r.log.LatestEpoch(); ok {
+		last = e
+	}
+	req := &messages.FetchRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition, FetchOffset: r.log.LogEndOffset(),
+		MaxBytes: ReplicaFetchMaxBytes, MinBytes: 1, MaxWaitMs: int32(ReplicaFetchWait / time.Millisecond),
+		CurrentLeaderEpoch: r.epoch, ReplicaId: r.cfg.Self, LogStartOffset: r.log.LogStartOffset(), LastFetchedEpoch: last}
+	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, ReplicaFetchWait+10*time.Second), func(res any, err error) {
+		if r.log == nil {
+			return
+		}
+		resp, ok := res.(*messages.FetchResponse)
+		if err == nil && !ok {
+			err = fmt.Errorf("unexpected answer %T", res)
+		}
+		if err != nil {
+			r.retry(ctx, fetchStep{}, "fetch", err)
+			return
+		}
+		r.onReplicaFetched(ctx, req, resp)
+	})
+}
+
+func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest, resp *messages.FetchResponse) {
+	switch {
+	case resp.ErrorCode == messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
+		if resp.LogStartOffset > r.log.LogEndOffset() {
+			// The leader deleted what this follower lacks.
+			if err := r.log.TruncateFullyAndStartAt(resp.LogStartOffset); err != nil {
+				r.retry(ctx, fetchStep{}, "restart log at the leader's start", err)
+				return
+			}
+			r.hw = resp.LogStartOffset
+			ctx.Send(ctx.Self(), fetchStep{})
+			return
+		}
+		ctx.Send(ctx.Self(), truncateStep{})
+		return
+	case resp.ErrorCode != 0:
+		r.retry(ctx, fetchStep{}, "fetch", fmt.Errorf("%v: %s", resp.ErrorCode, resp.ErrorMessage))
+		return
+	case resp.DivergingEpoch != nil:
+		r.truncate(ctx, EpochEndOffset{Epoch: resp.DivergingEpoch.Epoch, EndOffset: resp.DivergingEpoch.EndOffset})
+		return
+	}
+	if len(resp.Records) > 0 {
+		if _, err := r.log.AppendReplicated(resp.Records); err != nil {
+			r.logger.WithError(err).WithField("fetch_offset", req.FetchOffset).Error("follower: appending fetched batches failed")
+			r.retry(ctx, fetchStep{}, "append", err)
+			return
+		}
+	}
+	r.following.fetches++
+	r.following.backoff = 0
+	r.hw = FollowerHighWatermark(resp.HighWatermark, r.log.LogStartOffset(), r.log.LogEndOffset())
+	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
+	ctx.Send(ctx.Self(), fetchStep{})
+}
