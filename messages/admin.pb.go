@@ -677,6 +677,186 @@ func (x *AdminResponse) GetTopic() *TopicMetadata {
 	return nil
 }
 
+// AlterPartitionRequest is a partition leader's proposal of a new ISR
+// (Kafka's AlterPartition, KIP-497): the controller commits it to the
+// metadata, fenced, if the leader and partition epochs are still current.
+type AlterPartitionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	TopicId   string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Partition int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The proposing leader's host id and leader epoch.
+	LeaderId    int32 `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch int32 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// The partition epoch the proposal was made against.
+	PartitionEpoch int32   `protobuf:"varint,6,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
+	NewIsr         []int32 `protobuf:"varint,7,rep,packed,name=new_isr,json=newIsr,proto3" json:"new_isr,omitempty"`
+	CorrelationId  int64   `protobuf:"varint,8,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AlterPartitionRequest) Reset() {
+	*x = AlterPartitionRequest{}
+	mi := &file_messages_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterPartitionRequest) ProtoMessage() {}
+
+func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
+func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AlterPartitionRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AlterPartitionRequest) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *AlterPartitionRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AlterPartitionRequest) GetLeaderId() int32 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *AlterPartitionRequest) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *AlterPartitionRequest) GetPartitionEpoch() int32 {
+	if x != nil {
+		return x.PartitionEpoch
+	}
+	return 0
+}
+
+func (x *AlterPartitionRequest) GetNewIsr() []int32 {
+	if x != nil {
+		return x.NewIsr
+	}
+	return nil
+}
+
+func (x *AlterPartitionRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+// AlterPartitionResponse answers AlterPartitionRequest with the partition
+// state as committed.
+//
+// Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH (the leader
+// was replaced), INVALID_UPDATE_VERSION (the partition changed since),
+// INELIGIBLE_REPLICA (a proposed member is not a live replica),
+// NOT_CONTROLLER, REQUEST_TIMED_OUT.
+type AlterPartitionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Partition     *PartitionState        `protobuf:"bytes,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterPartitionResponse) Reset() {
+	*x = AlterPartitionResponse{}
+	mi := &file_messages_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterPartitionResponse) ProtoMessage() {}
+
+func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
+func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AlterPartitionResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *AlterPartitionResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *AlterPartitionResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AlterPartitionResponse) GetPartition() *PartitionState {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
 // DescribeClusterRequest asks any host for the cluster's hosts and its
 // controller (read from etcd, not from the broker's cache).
 type DescribeClusterRequest struct {
@@ -688,7 +868,7 @@ type DescribeClusterRequest struct {
 
 func (x *DescribeClusterRequest) Reset() {
 	*x = DescribeClusterRequest{}
-	mi := &file_messages_admin_proto_msgTypes[9]
+	mi := &file_messages_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +880,7 @@ func (x *DescribeClusterRequest) String() string {
 func (*DescribeClusterRequest) ProtoMessage() {}
 
 func (x *DescribeClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_admin_proto_msgTypes[9]
+	mi := &file_messages_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +893,7 @@ func (x *DescribeClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClusterRequest.ProtoReflect.Descriptor instead.
 func (*DescribeClusterRequest) Descriptor() ([]byte, []int) {
-	return file_messages_admin_proto_rawDescGZIP(), []int{9}
+	return file_messages_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DescribeClusterRequest) GetCorrelationId() int64 {
@@ -748,7 +928,7 @@ type DescribeClusterResponse struct {
 
 func (x *DescribeClusterResponse) Reset() {
 	*x = DescribeClusterResponse{}
-	mi := &file_messages_admin_proto_msgTypes[10]
+	mi := &file_messages_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +940,7 @@ func (x *DescribeClusterResponse) String() string {
 func (*DescribeClusterResponse) ProtoMessage() {}
 
 func (x *DescribeClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_admin_proto_msgTypes[10]
+	mi := &file_messages_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +953,7 @@ func (x *DescribeClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClusterResponse.ProtoReflect.Descriptor instead.
 func (*DescribeClusterResponse) Descriptor() ([]byte, []int) {
-	return file_messages_admin_proto_rawDescGZIP(), []int{10}
+	return file_messages_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DescribeClusterResponse) GetCorrelationId() int64 {
@@ -897,7 +1077,22 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x126\n" +
-	"\x05topic\x18\x04 \x01(\v2 .actorlog.messages.TopicMetadataR\x05topic\"?\n" +
+	"\x05topic\x18\x04 \x01(\v2 .actorlog.messages.TopicMetadataR\x05topic\"\x8f\x02\n" +
+	"\x15AlterPartitionRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
+	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tleader_id\x18\x04 \x01(\x05R\bleaderId\x12!\n" +
+	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12'\n" +
+	"\x0fpartition_epoch\x18\x06 \x01(\x05R\x0epartitionEpoch\x12\x17\n" +
+	"\anew_isr\x18\a \x03(\x05R\x06newIsr\x12%\n" +
+	"\x0ecorrelation_id\x18\b \x01(\x03R\rcorrelationId\"\xe2\x01\n" +
+	"\x16AlterPartitionResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12?\n" +
+	"\tpartition\x18\x04 \x01(\v2!.actorlog.messages.PartitionStateR\tpartition\"?\n" +
 	"\x16DescribeClusterRequest\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\x90\x03\n" +
 	"\x17DescribeClusterResponse\x12%\n" +
@@ -924,7 +1119,7 @@ func file_messages_admin_proto_rawDescGZIP() []byte {
 	return file_messages_admin_proto_rawDescData
 }
 
-var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_messages_admin_proto_goTypes = []any{
 	(*MetadataRequest)(nil),          // 0: actorlog.messages.MetadataRequest
 	(*PartitionMetadata)(nil),        // 1: actorlog.messages.PartitionMetadata
@@ -935,34 +1130,39 @@ var file_messages_admin_proto_goTypes = []any{
 	(*CreatePartitionsRequest)(nil),  // 6: actorlog.messages.CreatePartitionsRequest
 	(*AlterTopicConfigsRequest)(nil), // 7: actorlog.messages.AlterTopicConfigsRequest
 	(*AdminResponse)(nil),            // 8: actorlog.messages.AdminResponse
-	(*DescribeClusterRequest)(nil),   // 9: actorlog.messages.DescribeClusterRequest
-	(*DescribeClusterResponse)(nil),  // 10: actorlog.messages.DescribeClusterResponse
-	nil,                              // 11: actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	nil,                              // 12: actorlog.messages.CreateTopicRequest.ConfigsEntry
-	nil,                              // 13: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	(ErrorCode)(0),                   // 14: actorlog.messages.ErrorCode
-	(*HostInfo)(nil),                 // 15: actorlog.messages.HostInfo
-	(*TopicMetadata)(nil),            // 16: actorlog.messages.TopicMetadata
+	(*AlterPartitionRequest)(nil),    // 9: actorlog.messages.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),   // 10: actorlog.messages.AlterPartitionResponse
+	(*DescribeClusterRequest)(nil),   // 11: actorlog.messages.DescribeClusterRequest
+	(*DescribeClusterResponse)(nil),  // 12: actorlog.messages.DescribeClusterResponse
+	nil,                              // 13: actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	nil,                              // 14: actorlog.messages.CreateTopicRequest.ConfigsEntry
+	nil,                              // 15: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	(ErrorCode)(0),                   // 16: actorlog.messages.ErrorCode
+	(*HostInfo)(nil),                 // 17: actorlog.messages.HostInfo
+	(*TopicMetadata)(nil),            // 18: actorlog.messages.TopicMetadata
+	(*PartitionState)(nil),           // 19: actorlog.messages.PartitionState
 }
 var file_messages_admin_proto_depIdxs = []int32{
-	14, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
-	14, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	16, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
+	16, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	1,  // 2: actorlog.messages.TopicMetadataResponse.partitions:type_name -> actorlog.messages.PartitionMetadata
-	11, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	15, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
+	13, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	17, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
 	2,  // 5: actorlog.messages.MetadataResponse.topics:type_name -> actorlog.messages.TopicMetadataResponse
-	12, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
-	13, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	14, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	16, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
-	14, // 10: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	15, // 11: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
-	15, // 12: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	14, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
+	15, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	16, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	18, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
+	16, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	19, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
+	16, // 12: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	17, // 13: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
+	17, // 14: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }
@@ -978,7 +1178,7 @@ func file_messages_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_admin_proto_rawDesc), len(file_messages_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -111,38 +111,45 @@ const (
 	// A record failed validation (e.g. a record without a key on a compacted
 	// topic, or a batch whose header contradicts its records). Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_RECORD ErrorCode = 87
+	// The partition state changed since the request read it (its partition
+	// epoch is stale): an ISR change is refused; re-read the metadata.
+	ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION ErrorCode = 95
+	// A proposed ISR member is not a live replica of the partition.
+	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA ErrorCode = 107
 )
 
 // Enum value maps for ErrorCode.
 var (
 	ErrorCode_name = map[int32]string{
-		0:  "ERROR_CODE_UNSPECIFIED",
-		-1: "ERROR_CODE_UNKNOWN_SERVER_ERROR",
-		1:  "ERROR_CODE_OFFSET_OUT_OF_RANGE",
-		2:  "ERROR_CODE_CORRUPT_MESSAGE",
-		3:  "ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION",
-		4:  "ERROR_CODE_INVALID_FETCH_SIZE",
-		5:  "ERROR_CODE_LEADER_NOT_AVAILABLE",
-		6:  "ERROR_CODE_NOT_LEADER_OR_FOLLOWER",
-		7:  "ERROR_CODE_REQUEST_TIMED_OUT",
-		10: "ERROR_CODE_MESSAGE_TOO_LARGE",
-		11: "ERROR_CODE_STALE_CONTROLLER_EPOCH",
-		17: "ERROR_CODE_INVALID_TOPIC_EXCEPTION",
-		18: "ERROR_CODE_RECORD_LIST_TOO_LARGE",
-		19: "ERROR_CODE_NOT_ENOUGH_REPLICAS",
-		20: "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-		21: "ERROR_CODE_INVALID_REQUIRED_ACKS",
-		32: "ERROR_CODE_INVALID_TIMESTAMP",
-		36: "ERROR_CODE_TOPIC_ALREADY_EXISTS",
-		37: "ERROR_CODE_INVALID_PARTITIONS",
-		38: "ERROR_CODE_INVALID_REPLICATION_FACTOR",
-		40: "ERROR_CODE_INVALID_CONFIG",
-		41: "ERROR_CODE_NOT_CONTROLLER",
-		42: "ERROR_CODE_INVALID_REQUEST",
-		56: "ERROR_CODE_KAFKA_STORAGE_ERROR",
-		74: "ERROR_CODE_FENCED_LEADER_EPOCH",
-		75: "ERROR_CODE_UNKNOWN_LEADER_EPOCH",
-		87: "ERROR_CODE_INVALID_RECORD",
+		0:   "ERROR_CODE_UNSPECIFIED",
+		-1:  "ERROR_CODE_UNKNOWN_SERVER_ERROR",
+		1:   "ERROR_CODE_OFFSET_OUT_OF_RANGE",
+		2:   "ERROR_CODE_CORRUPT_MESSAGE",
+		3:   "ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION",
+		4:   "ERROR_CODE_INVALID_FETCH_SIZE",
+		5:   "ERROR_CODE_LEADER_NOT_AVAILABLE",
+		6:   "ERROR_CODE_NOT_LEADER_OR_FOLLOWER",
+		7:   "ERROR_CODE_REQUEST_TIMED_OUT",
+		10:  "ERROR_CODE_MESSAGE_TOO_LARGE",
+		11:  "ERROR_CODE_STALE_CONTROLLER_EPOCH",
+		17:  "ERROR_CODE_INVALID_TOPIC_EXCEPTION",
+		18:  "ERROR_CODE_RECORD_LIST_TOO_LARGE",
+		19:  "ERROR_CODE_NOT_ENOUGH_REPLICAS",
+		20:  "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+		21:  "ERROR_CODE_INVALID_REQUIRED_ACKS",
+		32:  "ERROR_CODE_INVALID_TIMESTAMP",
+		36:  "ERROR_CODE_TOPIC_ALREADY_EXISTS",
+		37:  "ERROR_CODE_INVALID_PARTITIONS",
+		38:  "ERROR_CODE_INVALID_REPLICATION_FACTOR",
+		40:  "ERROR_CODE_INVALID_CONFIG",
+		41:  "ERROR_CODE_NOT_CONTROLLER",
+		42:  "ERROR_CODE_INVALID_REQUEST",
+		56:  "ERROR_CODE_KAFKA_STORAGE_ERROR",
+		74:  "ERROR_CODE_FENCED_LEADER_EPOCH",
+		75:  "ERROR_CODE_UNKNOWN_LEADER_EPOCH",
+		87:  "ERROR_CODE_INVALID_RECORD",
+		95:  "ERROR_CODE_INVALID_UPDATE_VERSION",
+		107: "ERROR_CODE_INELIGIBLE_REPLICA",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":                      0,
@@ -172,6 +179,8 @@ var (
 		"ERROR_CODE_FENCED_LEADER_EPOCH":              74,
 		"ERROR_CODE_UNKNOWN_LEADER_EPOCH":             75,
 		"ERROR_CODE_INVALID_RECORD":                   87,
+		"ERROR_CODE_INVALID_UPDATE_VERSION":           95,
+		"ERROR_CODE_INELIGIBLE_REPLICA":               107,
 	}
 )
 
@@ -206,7 +215,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xe6\a\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\xb0\b\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -235,7 +244,9 @@ const file_messages_errors_proto_rawDesc = "" +
 	"\x1eERROR_CODE_KAFKA_STORAGE_ERROR\x108\x12\"\n" +
 	"\x1eERROR_CODE_FENCED_LEADER_EPOCH\x10J\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10K\x12\x1d\n" +
-	"\x19ERROR_CODE_INVALID_RECORD\x10WB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\x19ERROR_CODE_INVALID_RECORD\x10W\x12%\n" +
+	"!ERROR_CODE_INVALID_UPDATE_VERSION\x10_\x12!\n" +
+	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10kB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_errors_proto_rawDescOnce sync.Once

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -263,14 +264,16 @@ func (b *Broker) onHostChanged(m hostChanged) {
 	b.hosts[m.id] = m.host
 }
 
-// reconcile makes the running replicas match the metadata: spawn what this
-// host should lead, restart replicas whose epoch or config changed, and stop
-// (removing their logs) replicas of deleted topics.
+// reconcile makes the running replicas match the metadata: spawn a leader
+// for each partition this host leads and a follower for each it is a
+// replica of (while the leader's host is known), restart replicas whose
+// leader epoch or config changed, and stop (removing their logs) replicas
+// of deleted topics.
 func (b *Broker) reconcile(ctx actor.Context) {
 	want := map[tp]bool{}
 	for _, t := range b.topics {
 		for _, p := range t.Partitions {
-			if p.Leader != b.cfg.HostID {
+			if !b.shouldRun(p) {
 				continue
 			}
 			key := tp{t.Name, p.Partition}
@@ -296,6 +299,19 @@ func (b *Broker) reconcile(ctx actor.Context) {
 			b.stopReplica(ctx, key, !exists)
 		}
 	}
+}
+
+// shouldRun reports whether this host runs a replica of p: as its leader,
+// or as a follower of a leader whose address it knows.
+func (b *Broker) shouldRun(p *messages.PartitionState) bool {
+	if p.Leader == b.cfg.HostID {
+		return true
+	}
+	if p.Leader < 0 || !slices.Contains(p.Replicas, b.cfg.HostID) {
+		return false
+	}
+	_, known := b.hosts[p.Leader]
+	return known
 }
 
 func sameConfigs(a, b map[string]string) bool {
@@ -332,7 +348,15 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		log.WithError(err).Error("cannot prepare partition directory; replica not started")
 		return
 	}
+	var follow *actor.PID
+	var propose func(replica.ISRChange)
+	if p.Leader == b.cfg.HostID {
+		propose = b.isrProposer(ctx, t, p.Partition)
+	} else {
+		follow = actor.NewPID(b.hosts[p.Leader].AdvertisedAddress, messages.ReplicaActorID(t.Name, p.Partition))
+	}
 	pid, err := ctx.SpawnNamed(replica.Props(replica.Config{
+		Follow: follow, ProposeISR: propose,
 		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
 		Self: b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
@@ -590,4 +614,37 @@ func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
 		}
 		root.Send(sender, res)
 	}()
+}
+
+// isrProposer returns the leader replica's ProposeISR: the proposal goes to
+// the controller (through this host's controller candidate) on a
+// goroutine; a refusal or a failure is reported back so the leader may
+// propose again, a success arrives with the metadata (and at once).
+func (b *Broker) isrProposer(ctx actor.Context, t *messages.TopicMetadata, partition int32) func(replica.ISRChange) {
+	root, resolve, timeout, logger := ctx.ActorSystem().Root, b.cfg.Controller, b.cfg.AdminTimeout, b.logger
+	topic, topicID, self := t.Name, t.TopicId, b.cfg.HostID
+	pid := ctx.Self()
+	return func(c replica.ISRChange) {
+		target := actor.NewPID(pid.Address, pid.Id+"/"+messages.ReplicaActorName(topic, partition))
+		go func() {
+			req := &messages.AlterPartitionRequest{Topic: topic, TopicId: topicID, Partition: partition, LeaderId: self,
+				LeaderEpoch: c.LeaderEpoch, PartitionEpoch: c.PartitionEpoch, NewIsr: c.ISR}
+			var ctrl *actor.PID
+			if resolve != nil {
+				ctrl = resolve()
+			}
+			var res any
+			err := errors.New("no controller reachable")
+			if ctrl != nil {
+				res, err = root.RequestFuture(ctrl, req, timeout).Result()
+			}
+			resp, ok := res.(*messages.AlterPartitionResponse)
+			if err != nil || !ok || resp.ErrorCode != 0 || resp.Partition == nil {
+				logger.WithError(err).WithFields(logrus.Fields{"topic": topic, "partition": partition, "proposed_isr": c.ISR, "answer": res}).Info("ISR change not committed")
+				root.Send(target, replica.ISRChangeFailed{})
+				return
+			}
+			root.Send(target, &replica.UpdateISR{LeaderEpoch: resp.Partition.LeaderEpoch, PartitionEpoch: resp.Partition.PartitionEpoch, ISR: resp.Partition.Isr})
+		}()
+	}
 }

@@ -130,6 +130,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.onRetryReconcile(ctx, msg)
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
 		c.onAdmin(ctx, msg.(proto.Message))
+	case *messages.AlterPartitionRequest:
+		c.onAlterPartition(ctx, msg)
 	case *actor.Stopping:
 		// Resign before going, so a standby takes over at once instead
 		// of after the session TTL. Both goroutines are told at once and
