@@ -216,3 +216,40 @@ func (l *Log) EpochEntries() []EpochEntry { return l.epochs.snapshot() }
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.epochs.endOffsetFor(epoch, l.leo.Load())
 }
+
+// ReadAll returns every batch from the log start to the log end, as stored
+// (for tools and tests that compare replicas). It reads the whole log into
+// memory.
+func (l *Log) ReadAll() ([]byte, error) {
+	var out []byte
+	for off, end := l.LogStartOffset(), l.LogEndOffset(); off < end; {
+		res, err := l.Read(off, 1<<20, end)
+		if err != nil {
+			return nil, fmt.Errorf("storage: read all at %d: %w", off, err)
+		}
+		next := off
+		for sc := record.Batches(res.Records); sc.Next(); {
+			next = sc.Header().NextOffset()
+		}
+		if next <= off {
+			return nil, fmt.Errorf("storage: read all: no batch at %d below the log end %d", off, end)
+		}
+		out = append(out, res.Records...)
+		off = next
+	}
+	return out, nil
+}
+
+// ReadAllDir opens the log in dir, returns ReadAll's batches and closes it.
+// The log must not be open elsewhere.
+func ReadAllDir(dir string, cfg Config) ([]byte, error) {
+	l, err := Open(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := l.ReadAll()
+	if cerr := l.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("storage: close %s: %w", dir, cerr)
+	}
+	return b, err
+}

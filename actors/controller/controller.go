@@ -47,7 +47,7 @@ type Config struct {
 	// uses it to stop a local activation first on shutdown).
 	OnStarted func(self *actor.PID)
 	// MaxReplicationFactor is the largest replication factor accepted
-	// (default 1 until replication exists).
+	// (0: any, up to the number of live hosts).
 	MaxReplicationFactor int32
 	Logger               *logrus.Entry
 }
@@ -88,9 +88,6 @@ func New(cfg Config) actor.Actor {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
-	}
-	if cfg.MaxReplicationFactor <= 0 {
-		cfg.MaxReplicationFactor = 1
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -325,8 +322,8 @@ func (c *Controller) createTopic(ctx context.Context, m *messages.CreateTopicReq
 	if m.ReplicationFactor < 1 {
 		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor)
 	}
-	if m.ReplicationFactor > c.cfg.MaxReplicationFactor {
-		return nil, fmt.Errorf("%w: replication factor %d: this version replicates nothing yet, so only %d is accepted", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor, c.cfg.MaxReplicationFactor)
+	if c.cfg.MaxReplicationFactor > 0 && m.ReplicationFactor > c.cfg.MaxReplicationFactor {
+		return nil, fmt.Errorf("%w: replication factor %d is above the maximum %d", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor, c.cfg.MaxReplicationFactor)
 	}
 	if err := cluster.ValidateTopicConfigs(m.Configs); err != nil {
 		return nil, err

@@ -60,32 +60,14 @@ func (p *pair) waitSame() State {
 	}
 }
 
-// logBytes reads a closed log's batches from offset 0.
+// logBytes reads a closed log's batches.
 func logBytes(t *testing.T, dir string) []byte {
 	t.Helper()
-	l, err := storage.Open(dir, storage.Config{Logger: quiet()})
+	b, err := storage.ReadAllDir(dir, storage.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	var out []byte
-	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
-		res, err := l.Read(off, 1<<20, l.LogEndOffset())
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs := decode(t, res.Records)
-		if len(recs) == 0 {
-			break
-		}
-		out = append(out, res.Records...)
-		off += int64(len(recs))
-	}
-	return out
+	return b
 }
 
 func TestFollowerReplicates(t *testing.T) {

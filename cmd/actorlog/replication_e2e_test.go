@@ -1,0 +1,243 @@
+// replication_e2e_test.go: a replicated topic (RF=3, min.insync.replicas=2)
+// on three loopback hosts. A producer with acks=all records exactly which
+// records were acknowledged while the host leading a partition is killed
+// mid-stream; afterwards every acknowledged record is in the log, in
+// acknowledgement order per partition, and once the killed host is back and
+// in sync, all three replicas' logs are byte-for-byte identical.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/producer"
+	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+)
+
+// partitionRow is one line of `topics describe`.
+type partitionRow struct {
+	partition, leader int
+	isr               []string
+}
+
+func describePartitions(t *testing.T, h *hostProc, topic string) ([]partitionRow, error) {
+	out, _, err := h.cli("", "topics", "describe", topic)
+	if err != nil {
+		return nil, err
+	}
+	var rows []partitionRow
+	for _, line := range strings.Split(out, "\n")[2:] {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[0])
+		l, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("describe line %q", line)
+		}
+		rows = append(rows, partitionRow{partition: p, leader: l, isr: strings.Split(f[3], ",")})
+	}
+	return rows, nil
+}
+
+// hostByID maps host ids to processes through `cluster describe`.
+func hostByID(t *testing.T, hosts []*hostProc, id int) *hostProc {
+	t.Helper()
+	lines, err := describe(hosts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if l.id == id {
+			return byAddr(t, hosts, l.addr)
+		}
+	}
+	t.Fatalf("no host %d in %+v", id, lines)
+	return nil
+}
+
+func TestReplicatedTopicSurvivesLeaderKill(t *testing.T) {
+	hosts := startCluster(t)
+	const topic, parts = "rep", 3
+	hosts[0].mustCLI("", "topics", "create", topic, "--partitions", strconv.Itoa(parts), "--replication-factor", "3", "--config", "min.insync.replicas=2")
+
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	var boot []string
+	for _, h := range hosts {
+		boot = append(boot, h.addr())
+	}
+	c, err := client.New(client.Config{Bootstrap: boot, Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL, Config: producer.Config{MaxInFlight: 1, DeliveryTimeout: 2 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[int32][]string{}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, v := range acked {
+			n += len(v)
+		}
+		return n
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("v%07d", i)
+			part := int32(i % parts)
+			p.ProduceAsync(&producer.Send{Topic: topic, Partition: part, Value: []byte(v), Callback: func(d producer.Delivered) {
+				if d.Err == nil {
+					mu.Lock()
+					acked[d.Partition] = append(acked[d.Partition], v)
+					mu.Unlock()
+				}
+			}})
+			if i%100 == 99 {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}()
+	waitAcked := func(n int) {
+		t.Helper()
+		clustertest.WaitFor(t, 90*time.Second, func() error {
+			if got := count(); got < n {
+				return fmt.Errorf("%d of %d records acknowledged", got, n)
+			}
+			return nil
+		})
+	}
+	waitAcked(3000)
+
+	// Kill the host leading partition 0, mid-stream.
+	rows, err := describePartitions(t, hosts[0], topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := hostByID(t, hosts, rows[0].leader)
+	before := count()
+	victim.stop(syscall.SIGKILL)
+	killed := time.Now()
+	waitAcked(before + 3000)
+	t.Logf("host %d (leader of partition 0) killed after %d acknowledged records; %d more acknowledged %v later",
+		rows[0].leader, before, count()-before, time.Since(killed).Round(time.Millisecond))
+	close(stop)
+	wg.Wait()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Close(gone); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("closing the producer: %v", err)
+	}
+
+	// The killed host comes back and catches up: every ISR is full again.
+	victim.start()
+	survivor := others(hosts, victim)[0]
+	clustertest.WaitFor(t, 60*time.Second, func() error {
+		rows, err := describePartitions(t, survivor, topic)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if len(r.isr) != 3 || r.leader < 0 {
+				return fmt.Errorf("partition %d: leader %d, ISR %v", r.partition, r.leader, r.isr)
+			}
+		}
+		return nil
+	})
+
+	// Every acknowledged record is there, in acknowledgement order.
+	ends := survivor.endOffsets(topic)
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	recs := survivor.consumeAll(topic, int(total))
+	byPart := map[int32][]string{}
+	for _, r := range recs {
+		byPart[r.partition] = append(byPart[r.partition], r.value)
+	}
+	dups := 0
+	n := count()
+	mu.Lock()
+	defer mu.Unlock()
+	for part, want := range acked {
+		seen := map[string]bool{}
+		pos := 0
+		for _, v := range byPart[part] {
+			if seen[v] {
+				dups++
+				continue
+			}
+			seen[v] = true
+			if pos < len(want) && v == want[pos] {
+				pos++
+			}
+		}
+		if pos != len(want) {
+			t.Fatalf("partition %d: %d of %d acknowledged records found in order", part, pos, len(want))
+		}
+	}
+	t.Logf("%d records acknowledged, %d in the log, %d duplicates (retries without the idempotent producer)", n, len(recs), dups)
+
+	// Stop the hosts and compare the replicas' logs byte for byte.
+	for _, h := range hosts {
+		if code := h.stop(syscall.SIGTERM); code != 0 {
+			t.Fatalf("host %s exited with %d", h.addr(), code)
+		}
+	}
+	for part := 0; part < parts; part++ {
+		var first []byte
+		for i, h := range hosts {
+			b := readLog(t, filepath.Join(h.dir, fmt.Sprintf("%s-%d", topic, part)))
+			if i == 0 {
+				first = b
+			} else if !bytes.Equal(first, b) {
+				t.Fatalf("partition %d: replica on %s differs from the one on %s (%d vs %d bytes)", part, h.addr(), hosts[0].addr(), len(b), len(first))
+			}
+		}
+		if len(first) == 0 {
+			t.Fatalf("partition %d is empty", part)
+		}
+	}
+}
+
+// readLog returns every batch of a stopped partition log.
+func readLog(t *testing.T, dir string) []byte {
+	t.Helper()
+	b, err := storage.ReadAllDir(dir, storage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
