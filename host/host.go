@@ -72,6 +72,9 @@ type Config struct {
 	// LeaseTTL is the host registration and controller session TTL
 	// (default DefaultLeaseTTL; DESIGN §5 and the README explain the choice).
 	LeaseTTL time.Duration
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
+	// not caught up for this long leaves the ISR (default 30 s, as Kafka).
+	ReplicaLagTimeMax time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
@@ -309,6 +312,7 @@ func (h *Host) start(ctx context.Context) error {
 	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
+		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax,
 	}), messages.BrokerActorID)
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)

@@ -48,7 +48,10 @@ type Config struct {
 	Controller func() *actor.PID
 	// AdminTimeout bounds a forwarded admin request (default 15 s).
 	AdminTimeout time.Duration
-	Logger       *logrus.Entry
+	// ReplicaLagTimeMax is replica.lag.time.max.ms for the leaders here
+	// (default replica.DefaultReplicaLagTimeMax).
+	ReplicaLagTimeMax time.Duration
+	Logger            *logrus.Entry
 }
 
 // Drain asks the broker to stop its replicas after they have served every
@@ -359,7 +362,8 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		Follow: follow, ProposeISR: propose,
 		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
-		Self: b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
+		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
+		Self:              b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
 		Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
 	}), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {

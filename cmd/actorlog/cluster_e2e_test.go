@@ -17,8 +17,9 @@ import (
 	"github.com/actorlog/actorlog/cluster/clustertest"
 )
 
-// startCluster starts three hosts that form one cluster.
-func startCluster(t *testing.T) []*hostProc {
+// startCluster starts three hosts that form one cluster; extra flags go
+// to every host.
+func startCluster(t *testing.T, extra ...string) []*hostProc {
 	t.Helper()
 	bases := make([]int, 3)
 	var peers []string
@@ -30,7 +31,7 @@ func startCluster(t *testing.T) []*hostProc {
 	var wg sync.WaitGroup
 	for i := range hosts {
 		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: t.TempDir() + "/host.log", bin: clusterBinPath,
-			extra: []string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ",")}}
+			extra: append([]string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ",")}, extra...)}
 	}
 	// The members wait for each other's etcd, so they start together.
 	for _, h := range hosts {

@@ -49,8 +49,8 @@ func describePartitions(t *testing.T, h *hostProc, topic string) ([]partitionRow
 		}
 		p, err1 := strconv.Atoi(f[0])
 		l, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("describe line %q", line)
+		if err1 != nil || err2 != nil || strings.HasPrefix(f[2], "(") {
+			return nil, fmt.Errorf("describe line %q: no usable leader", line)
 		}
 		rows = append(rows, partitionRow{partition: p, leader: l, isr: strings.Split(f[3], ",")})
 	}
@@ -240,4 +240,82 @@ func readLog(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestFrozenFollowerLeavesTheISR(t *testing.T) {
+	hosts := startCluster(t, "--replica-lag-time-max", "2s")
+	const topic = "frozen-follower"
+	hosts[0].mustCLI("", "topics", "create", topic, "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	rows, err := describePartitions(t, hosts[0], topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := hostByID(t, hosts, rows[0].leader)
+	// Freeze a follower whose etcd member is not the raft leader: resuming
+	// a frozen raft leader makes etcd (3.6) revoke every lease it thinks
+	// expired before it learns it was replaced — its leadership check is
+	// skipped when its raft ticker has just fired, which it does at once
+	// after SIGCONT — so every host re-registers. That case has its own
+	// test (TestFrozenEtcdLeaderDoesNotSplitTheCluster); this one is about
+	// the ISR.
+	var follower *hostProc
+	for _, h := range others(hosts, leader) {
+		if isLeader, err := h.etcdLeader(); err == nil && !isLeader {
+			follower = h
+			break
+		}
+	}
+	if follower == nil {
+		t.Fatal("no follower host without the etcd raft leadership")
+	}
+	before := leader.endOffsets(topic)[0]
+
+	// Freeze a follower: acks=all writes wait until the leader drops it
+	// from the ISR (min.insync.replicas=2 still holds), then go on.
+	follower.signal(syscall.SIGSTOP)
+	frozen := time.Now()
+	var in strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&in, "during-%d\n", i)
+	}
+	leader.mustCLI(in.String(), "produce", topic, "--acks", "all")
+	t.Logf("500 acks=all records written %v after the follower froze", time.Since(frozen).Round(time.Millisecond))
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		rows, err := describePartitions(t, leader, topic)
+		if err != nil {
+			return err
+		}
+		if len(rows[0].isr) != 2 {
+			return fmt.Errorf("ISR with a frozen follower: %v", rows[0].isr)
+		}
+		return nil
+	})
+
+	// Resumed (re-registered if its lease lapsed meanwhile), it catches up
+	// and rejoins the ISR.
+	follower.signal(syscall.SIGCONT)
+	clustertest.WaitFor(t, 60*time.Second, func() error {
+		rows, err := describePartitions(t, leader, topic)
+		if err != nil {
+			return err
+		}
+		if len(rows[0].isr) != 3 {
+			return fmt.Errorf("ISR %v", rows[0].isr)
+		}
+		return nil
+	})
+	if end := leader.endOffsets(topic)[0]; end != before+500 {
+		t.Fatalf("log end %d, want %d", end, before+500)
+	}
+	for _, h := range hosts {
+		if code := h.stop(syscall.SIGTERM); code != 0 {
+			t.Fatalf("host %s exited with %d", h.addr(), code)
+		}
+	}
+	want := readLog(t, filepath.Join(hosts[0].dir, topic+"-0"))
+	for _, h := range hosts[1:] {
+		if got := readLog(t, filepath.Join(h.dir, topic+"-0")); !bytes.Equal(got, want) {
+			t.Fatalf("replica on %s differs (%d vs %d bytes)", h.addr(), len(got), len(want))
+		}
+	}
 }
