@@ -529,6 +529,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
+	h.controlledShutdown(ctx)
 	// Replicas serve what they have queued, then close their logs.
 	if err := h.stopBroker(true); err != nil {
 		errs = append(errs, err)
@@ -583,4 +584,58 @@ func (h *Host) shutdown(ctx context.Context) error {
 	}
 	h.logger.Info("host stopped")
 	return errors.Join(errs...)
+}
+
+// controlledShutdown asks the controller to move leadership of this
+// host's partitions to other in-sync replicas before the replicas stop,
+// retrying for up to 8 s (a controller may be failing over; the last host
+// of a cluster has no quorum to ask). Partitions
+// with no other in-sync replica stay here until the host goes.
+func (h *Host) controlledShutdown(ctx context.Context) {
+	ctrl := h.localController.Load()
+	if ctrl == nil || h.reg == nil || h.fenceClosed() {
+		return
+	}
+	// Without an etcd quorum (the last hosts of a cluster stopping) there
+	// is no controller to ask: do not wait for one.
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err := h.store.ListHosts(qctx)
+	cancel()
+	if err != nil {
+		h.logger.WithError(err).Info("controlled shutdown skipped: the metadata store does not answer")
+		return
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for attempt := 1; ; attempt++ {
+		req := &messages.ControlledShutdownRequest{HostId: h.hostID.Load(), BrokerEpoch: h.reg.Epoch()}
+		res, err := h.system.Root.RequestFuture(ctrl, req, 5*time.Second).Result()
+		resp, ok := res.(*messages.ControlledShutdownResponse)
+		switch {
+		case err == nil && ok && resp.ErrorCode == 0:
+			h.logger.WithFields(logrus.Fields{"partitions_still_led": resp.PartitionsRemaining, "attempts": attempt}).Info("controlled shutdown: leadership moved to other replicas")
+			// Give the broker a moment to act on the new metadata (its
+			// leaders become followers) before the replicas are drained.
+			cluster.SleepCtx(ctx, 300*time.Millisecond)
+			return
+		case err == nil && ok && resp.ErrorCode == messages.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH:
+			h.logger.WithField("error", resp.ErrorMessage).Warn("controlled shutdown refused; stopping anyway")
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			h.logger.WithError(err).WithField("answer", res).Warn("controlled shutdown did not complete; stopping anyway (leadership moves when the lease goes)")
+			return
+		}
+		cluster.SleepCtx(ctx, 500*time.Millisecond)
+	}
+}
+
+// fenceClosed reports whether the host was fenced (its lease is gone:
+// nothing to hand over).
+func (h *Host) fenceClosed() bool {
+	select {
+	case <-h.fenced:
+		return true
+	default:
+		return false
+	}
 }

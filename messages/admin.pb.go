@@ -857,6 +857,143 @@ func (x *AlterPartitionResponse) GetPartition() *PartitionState {
 	return nil
 }
 
+// ControlledShutdownRequest is a host's request, before it stops, that the
+// controller move leadership of its partitions to other in-sync replicas
+// and take it out of the ISRs, so a rolling restart loses no availability.
+type ControlledShutdownRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	HostId int32                  `protobuf:"varint,1,opt,name=host_id,json=hostId,proto3" json:"host_id,omitempty"`
+	// The requesting registration's broker epoch (a stale incarnation is
+	// refused).
+	BrokerEpoch   int64 `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	CorrelationId int64 `protobuf:"varint,3,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControlledShutdownRequest) Reset() {
+	*x = ControlledShutdownRequest{}
+	mi := &file_messages_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControlledShutdownRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControlledShutdownRequest) ProtoMessage() {}
+
+func (x *ControlledShutdownRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControlledShutdownRequest.ProtoReflect.Descriptor instead.
+func (*ControlledShutdownRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ControlledShutdownRequest) GetHostId() int32 {
+	if x != nil {
+		return x.HostId
+	}
+	return 0
+}
+
+func (x *ControlledShutdownRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+func (x *ControlledShutdownRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+// ControlledShutdownResponse answers ControlledShutdownRequest.
+//
+// Error codes: STALE_BROKER_EPOCH, NOT_CONTROLLER, REQUEST_TIMED_OUT.
+type ControlledShutdownResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// Partitions the host still leads (no other live in-sync replica).
+	PartitionsRemaining int32 `protobuf:"varint,4,opt,name=partitions_remaining,json=partitionsRemaining,proto3" json:"partitions_remaining,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ControlledShutdownResponse) Reset() {
+	*x = ControlledShutdownResponse{}
+	mi := &file_messages_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControlledShutdownResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControlledShutdownResponse) ProtoMessage() {}
+
+func (x *ControlledShutdownResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControlledShutdownResponse.ProtoReflect.Descriptor instead.
+func (*ControlledShutdownResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ControlledShutdownResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *ControlledShutdownResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *ControlledShutdownResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ControlledShutdownResponse) GetPartitionsRemaining() int32 {
+	if x != nil {
+		return x.PartitionsRemaining
+	}
+	return 0
+}
+
 // DescribeClusterRequest asks any host for the cluster's hosts and its
 // controller (read from etcd, not from the broker's cache).
 type DescribeClusterRequest struct {
@@ -868,7 +1005,7 @@ type DescribeClusterRequest struct {
 
 func (x *DescribeClusterRequest) Reset() {
 	*x = DescribeClusterRequest{}
-	mi := &file_messages_admin_proto_msgTypes[11]
+	mi := &file_messages_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1017,7 @@ func (x *DescribeClusterRequest) String() string {
 func (*DescribeClusterRequest) ProtoMessage() {}
 
 func (x *DescribeClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_admin_proto_msgTypes[11]
+	mi := &file_messages_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1030,7 @@ func (x *DescribeClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClusterRequest.ProtoReflect.Descriptor instead.
 func (*DescribeClusterRequest) Descriptor() ([]byte, []int) {
-	return file_messages_admin_proto_rawDescGZIP(), []int{11}
+	return file_messages_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DescribeClusterRequest) GetCorrelationId() int64 {
@@ -928,7 +1065,7 @@ type DescribeClusterResponse struct {
 
 func (x *DescribeClusterResponse) Reset() {
 	*x = DescribeClusterResponse{}
-	mi := &file_messages_admin_proto_msgTypes[12]
+	mi := &file_messages_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1077,7 @@ func (x *DescribeClusterResponse) String() string {
 func (*DescribeClusterResponse) ProtoMessage() {}
 
 func (x *DescribeClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_admin_proto_msgTypes[12]
+	mi := &file_messages_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1090,7 @@ func (x *DescribeClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClusterResponse.ProtoReflect.Descriptor instead.
 func (*DescribeClusterResponse) Descriptor() ([]byte, []int) {
-	return file_messages_admin_proto_rawDescGZIP(), []int{12}
+	return file_messages_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DescribeClusterResponse) GetCorrelationId() int64 {
@@ -1092,7 +1229,17 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12?\n" +
-	"\tpartition\x18\x04 \x01(\v2!.actorlog.messages.PartitionStateR\tpartition\"?\n" +
+	"\tpartition\x18\x04 \x01(\v2!.actorlog.messages.PartitionStateR\tpartition\"~\n" +
+	"\x19ControlledShutdownRequest\x12\x17\n" +
+	"\ahost_id\x18\x01 \x01(\x05R\x06hostId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12%\n" +
+	"\x0ecorrelation_id\x18\x03 \x01(\x03R\rcorrelationId\"\xd8\x01\n" +
+	"\x1aControlledShutdownResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x121\n" +
+	"\x14partitions_remaining\x18\x04 \x01(\x05R\x13partitionsRemaining\"?\n" +
 	"\x16DescribeClusterRequest\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\x90\x03\n" +
 	"\x17DescribeClusterResponse\x12%\n" +
@@ -1119,50 +1266,53 @@ func file_messages_admin_proto_rawDescGZIP() []byte {
 	return file_messages_admin_proto_rawDescData
 }
 
-var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_messages_admin_proto_goTypes = []any{
-	(*MetadataRequest)(nil),          // 0: actorlog.messages.MetadataRequest
-	(*PartitionMetadata)(nil),        // 1: actorlog.messages.PartitionMetadata
-	(*TopicMetadataResponse)(nil),    // 2: actorlog.messages.TopicMetadataResponse
-	(*MetadataResponse)(nil),         // 3: actorlog.messages.MetadataResponse
-	(*CreateTopicRequest)(nil),       // 4: actorlog.messages.CreateTopicRequest
-	(*DeleteTopicRequest)(nil),       // 5: actorlog.messages.DeleteTopicRequest
-	(*CreatePartitionsRequest)(nil),  // 6: actorlog.messages.CreatePartitionsRequest
-	(*AlterTopicConfigsRequest)(nil), // 7: actorlog.messages.AlterTopicConfigsRequest
-	(*AdminResponse)(nil),            // 8: actorlog.messages.AdminResponse
-	(*AlterPartitionRequest)(nil),    // 9: actorlog.messages.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),   // 10: actorlog.messages.AlterPartitionResponse
-	(*DescribeClusterRequest)(nil),   // 11: actorlog.messages.DescribeClusterRequest
-	(*DescribeClusterResponse)(nil),  // 12: actorlog.messages.DescribeClusterResponse
-	nil,                              // 13: actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	nil,                              // 14: actorlog.messages.CreateTopicRequest.ConfigsEntry
-	nil,                              // 15: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	(ErrorCode)(0),                   // 16: actorlog.messages.ErrorCode
-	(*HostInfo)(nil),                 // 17: actorlog.messages.HostInfo
-	(*TopicMetadata)(nil),            // 18: actorlog.messages.TopicMetadata
-	(*PartitionState)(nil),           // 19: actorlog.messages.PartitionState
+	(*MetadataRequest)(nil),            // 0: actorlog.messages.MetadataRequest
+	(*PartitionMetadata)(nil),          // 1: actorlog.messages.PartitionMetadata
+	(*TopicMetadataResponse)(nil),      // 2: actorlog.messages.TopicMetadataResponse
+	(*MetadataResponse)(nil),           // 3: actorlog.messages.MetadataResponse
+	(*CreateTopicRequest)(nil),         // 4: actorlog.messages.CreateTopicRequest
+	(*DeleteTopicRequest)(nil),         // 5: actorlog.messages.DeleteTopicRequest
+	(*CreatePartitionsRequest)(nil),    // 6: actorlog.messages.CreatePartitionsRequest
+	(*AlterTopicConfigsRequest)(nil),   // 7: actorlog.messages.AlterTopicConfigsRequest
+	(*AdminResponse)(nil),              // 8: actorlog.messages.AdminResponse
+	(*AlterPartitionRequest)(nil),      // 9: actorlog.messages.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),     // 10: actorlog.messages.AlterPartitionResponse
+	(*ControlledShutdownRequest)(nil),  // 11: actorlog.messages.ControlledShutdownRequest
+	(*ControlledShutdownResponse)(nil), // 12: actorlog.messages.ControlledShutdownResponse
+	(*DescribeClusterRequest)(nil),     // 13: actorlog.messages.DescribeClusterRequest
+	(*DescribeClusterResponse)(nil),    // 14: actorlog.messages.DescribeClusterResponse
+	nil,                                // 15: actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	nil,                                // 16: actorlog.messages.CreateTopicRequest.ConfigsEntry
+	nil,                                // 17: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	(ErrorCode)(0),                     // 18: actorlog.messages.ErrorCode
+	(*HostInfo)(nil),                   // 19: actorlog.messages.HostInfo
+	(*TopicMetadata)(nil),              // 20: actorlog.messages.TopicMetadata
+	(*PartitionState)(nil),             // 21: actorlog.messages.PartitionState
 }
 var file_messages_admin_proto_depIdxs = []int32{
-	16, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
-	16, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	18, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
+	18, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	1,  // 2: actorlog.messages.TopicMetadataResponse.partitions:type_name -> actorlog.messages.PartitionMetadata
-	13, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	17, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
+	15, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	19, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
 	2,  // 5: actorlog.messages.MetadataResponse.topics:type_name -> actorlog.messages.TopicMetadataResponse
-	14, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
-	15, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	16, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	18, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
-	16, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	19, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
-	16, // 12: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	17, // 13: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
-	17, // 14: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
+	17, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	18, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	20, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
+	18, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	21, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
+	18, // 12: actorlog.messages.ControlledShutdownResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	18, // 13: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	19, // 14: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
+	19, // 15: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }
@@ -1178,7 +1328,7 @@ func file_messages_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_admin_proto_rawDesc), len(file_messages_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -116,6 +116,9 @@ const (
 	ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION ErrorCode = 95
 	// A proposed ISR member is not a live replica of the partition.
 	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA ErrorCode = 107
+	// The request came from an earlier incarnation of the host (its broker
+	// epoch is not the registered one).
+	ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH ErrorCode = 77
 )
 
 // Enum value maps for ErrorCode.
@@ -150,6 +153,7 @@ var (
 		87:  "ERROR_CODE_INVALID_RECORD",
 		95:  "ERROR_CODE_INVALID_UPDATE_VERSION",
 		107: "ERROR_CODE_INELIGIBLE_REPLICA",
+		77:  "ERROR_CODE_STALE_BROKER_EPOCH",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":                      0,
@@ -181,6 +185,7 @@ var (
 		"ERROR_CODE_INVALID_RECORD":                   87,
 		"ERROR_CODE_INVALID_UPDATE_VERSION":           95,
 		"ERROR_CODE_INELIGIBLE_REPLICA":               107,
+		"ERROR_CODE_STALE_BROKER_EPOCH":               77,
 	}
 )
 
@@ -215,7 +220,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xb0\b\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\xd3\b\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -246,7 +251,8 @@ const file_messages_errors_proto_rawDesc = "" +
 	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10K\x12\x1d\n" +
 	"\x19ERROR_CODE_INVALID_RECORD\x10W\x12%\n" +
 	"!ERROR_CODE_INVALID_UPDATE_VERSION\x10_\x12!\n" +
-	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10kB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10k\x12!\n" +
+	"\x1dERROR_CODE_STALE_BROKER_EPOCH\x10MB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_errors_proto_rawDescOnce sync.Once

@@ -140,7 +140,7 @@ func (b *Broker) Receive(ctx actor.Context) {
 	case topicChanged:
 		b.onTopicChanged(ctx, msg)
 	case hostChanged:
-		b.onHostChanged(msg)
+		b.onHostChanged(ctx, msg)
 	case replicaStopped:
 		b.onReplicaStopped(ctx, msg)
 	case *replica.Opened:
@@ -259,12 +259,27 @@ func (b *Broker) onTopicChanged(ctx actor.Context, m topicChanged) {
 	b.reconcile(ctx)
 }
 
-func (b *Broker) onHostChanged(m hostChanged) {
+func (b *Broker) onHostChanged(ctx actor.Context, m hostChanged) {
 	if m.host == nil {
 		delete(b.hosts, m.id)
-		return
+	} else {
+		b.hosts[m.id] = m.host
 	}
-	b.hosts[m.id] = m.host
+	// Followers of a leader whose host just became known can start now,
+	// and leaders stop waiting for followers on hosts that went.
+	b.reconcile(ctx)
+	for _, r := range b.replicas {
+		ctx.Send(r.pid, b.liveHosts())
+	}
+}
+
+// liveHosts is the registered host set, for the leader replicas.
+func (b *Broker) liveHosts() *replica.LiveHosts {
+	live := make(map[int32]bool, len(b.hosts))
+	for id := range b.hosts {
+		live[id] = true
+	}
+	return &replica.LiveHosts{Live: live}
 }
 
 // reconcile makes the running replicas match the metadata: spawn a leader
@@ -371,6 +386,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		return
 	}
 	b.replicas[key] = &running{pid: pid, epoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch, topicID: t.TopicId, configs: t.Configs}
+	ctx.Send(pid, b.liveHosts())
 }
 
 // claimDir creates a partition directory for topicID, wiping one that

@@ -79,7 +79,7 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 			break
 		}
 		p := t.Partitions[req.Partition]
-		changed, code, msg := ApplyAlterPartition(p, req, c.live)
+		changed, code, msg := ApplyAlterPartition(p, req, c.electionLive())
 		if code != 0 || !changed {
 			resp.ErrorCode, resp.ErrorMessage, resp.Partition = code, msg, p
 			break

@@ -68,8 +68,11 @@ type Controller struct {
 	done   chan struct{} // closed when the campaign goroutine ends
 
 	// Host liveness, while elected (liveness.go).
-	term         int                // bumped per election; tags the host watch's messages
-	live         map[int32]bool     // live hosts; nil until the watch first reports
+	term int            // bumped per election; tags the host watch's messages
+	live map[int32]bool // live hosts; nil until the watch first reports
+	// shuttingDown holds live hosts in controlled shutdown: they lead
+	// nothing and join no ISR until they leave.
+	shuttingDown map[int32]bool
 	watchCancel  context.CancelFunc // stops the host watch
 	watchDone    chan struct{}      // closed when the host watch goroutine ends
 	retryPending bool               // a retryReconcile is scheduled
@@ -129,6 +132,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.onAdmin(ctx, msg.(proto.Message))
 	case *messages.AlterPartitionRequest:
 		c.onAlterPartition(ctx, msg)
+	case *messages.ControlledShutdownRequest:
+		c.onControlledShutdown(ctx, msg)
 	case *actor.Stopping:
 		// Resign before going, so a standby takes over at once instead
 		// of after the session TTL. Both goroutines are told at once and

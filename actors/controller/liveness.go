@@ -135,6 +135,11 @@ func (c *Controller) onLiveHosts(ctx actor.Context, m liveHosts) {
 		log.WithFields(logrus.Fields{"joined": diffIDs(m.live, c.live), "left": diffIDs(c.live, m.live)}).Info("controller: live hosts changed")
 	}
 	c.live = m.live
+	for id := range c.shuttingDown {
+		if !m.live[id] {
+			delete(c.shuttingDown, id) // gone: nothing more to hold back
+		}
+	}
 	c.reconcile(ctx)
 }
 
@@ -209,7 +214,7 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 			unclean = false
 		}
 		before := proto.Clone(t).(*messages.TopicMetadata)
-		if !ElectLeaders(t, c.live, unclean) {
+		if !ElectLeaders(t, c.electionLive(), unclean) {
 			return nil
 		}
 		err = c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev)

@@ -34,6 +34,23 @@ func (r *Replica) onISRCheck() {
 	}
 }
 
+// onLiveHosts marks the followers on hosts that are not registered as not
+// eligible for the ISR.
+func (r *Replica) onLiveHosts(ctx actor.Context, m *LiveHosts) {
+	if r.leader == nil {
+		return
+	}
+	gone := map[int32]bool{}
+	for _, id := range r.cfg.Replicas {
+		if id != r.cfg.Self && !m.Live[id] {
+			gone[id] = true
+		}
+	}
+	if r.leader.SetIneligible(gone, time.Now()) {
+		r.onLogGrew(ctx)
+	}
+}
+
 // onUpdateISR applies the ISR the controller committed.
 func (r *Replica) onUpdateISR(ctx actor.Context, m *UpdateISR) {
 	if r.leader == nil {

@@ -93,6 +93,10 @@ type UpdateISR struct {
 	ISR                         []int32
 }
 
+// LiveHosts tells a leader which hosts are registered. Followers on the
+// others may not join the ISR and do not hold the high watermark back.
+type LiveHosts struct{ Live map[int32]bool }
+
 // ISRChangeFailed tells the leader its proposed ISR change was certainly
 // not committed, so it may propose again.
 type ISRChangeFailed struct{}
@@ -204,6 +208,8 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onFetchStep(ctx)
 	case *UpdateISR:
 		r.onUpdateISR(ctx, msg)
+	case *LiveHosts:
+		r.onLiveHosts(ctx, msg)
 	case ISRChangeFailed:
 		if r.leader != nil {
 			r.leader.AbortISRChange()

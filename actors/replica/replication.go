@@ -175,6 +175,18 @@ type LeaderState struct {
 	isr       []int32 // committed by the controller
 	pending   []int32 // proposed ISR in flight; nil when none
 	followers map[int32]*FollowerState
+	// ineligible hosts may not join the ISR (Kafka's isReplicaIsrEligible:
+	// gone or shutting down), so the high watermark does not wait for them.
+	ineligible map[int32]bool
+}
+
+// SetIneligible replaces the set of hosts that may not join the ISR (their
+// registration is gone) and recomputes the high watermark, reporting
+// whether it advanced: a follower outside the ISR that was caught up when
+// its host stopped no longer holds it back for the lag time.
+func (s *LeaderState) SetIneligible(ids map[int32]bool, now time.Time) bool {
+	s.ineligible = ids
+	return s.maybeIncrementHW(now)
 }
 
 // NewLeaderState starts a leadership term at now (Kafka's makeLeader):
@@ -385,7 +397,7 @@ func (s *LeaderState) OnFollowerFetch(id int32, fetchOffset, leaderLEO int64, no
 	f.LastFetchTime = now
 
 	var step FetchStep
-	if s.pending == nil && !slices.Contains(s.isr, id) && s.followerInSync(f) {
+	if s.pending == nil && !slices.Contains(s.isr, id) && !s.ineligible[id] && s.followerInSync(f) {
 		c := s.propose(append(slices.Clone(s.isr), id))
 		step.ExpandISR = &c
 	}
@@ -429,7 +441,7 @@ func (s *LeaderState) maybeIncrementHW(now time.Time) bool {
 		if !ok || f.LogEndOffset >= hw {
 			continue
 		}
-		if s.inMaximalISR(id) || f.caughtUp(s.leaderLEO, now, s.lagMax) {
+		if s.inMaximalISR(id) || (f.caughtUp(s.leaderLEO, now, s.lagMax) && !s.ineligible[id]) {
 			hw = f.LogEndOffset
 		}
 	}

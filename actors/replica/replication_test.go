@@ -759,3 +759,34 @@ func TestFollowerHighWatermark(t *testing.T) {
 		}
 	}
 }
+
+// TestIneligibleFollower: a follower outside the ISR that was caught up
+// holds the high watermark (it is about to join) only while its host is
+// eligible; once its host is gone it neither holds it nor joins.
+func TestIneligibleFollower(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := NewLeaderState(LeaderConfig{Self: 1, LeaderEpoch: 2, EpochStartOffset: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 10 * time.Second}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OnLeaderAppend(10, now)
+	// Follower 3 (outside the ISR) fetches at 10: caught up; then the
+	// leader appends more and 2 catches up, 3 does not fetch again.
+	if _, err := s.OnFollowerFetch(3, 10, 10, now); err != nil {
+		t.Fatal(err)
+	}
+	s.AbortISRChange() // the expansion it proposed is not committed
+	s.OnLeaderAppend(20, now)
+	if _, err := s.OnFollowerFetch(2, 20, 20, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := s.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d; want 10, held by the caught-up follower 3", hw)
+	}
+	if !s.SetIneligible(map[int32]bool{3: true}, now.Add(2*time.Second)) || s.HighWatermark() != 20 {
+		t.Fatalf("after host 3 went: high watermark %d, want 20", s.HighWatermark())
+	}
+	if step, err := s.OnFollowerFetch(3, 20, 20, now.Add(3*time.Second)); err != nil || step.ExpandISR != nil {
+		t.Fatalf("an ineligible follower was proposed into the ISR: %+v, %v", step, err)
+	}
+}

@@ -319,3 +319,59 @@ func TestFrozenFollowerLeavesTheISR(t *testing.T) {
 		}
 	}
 }
+
+func TestControlledShutdownMovesLeadership(t *testing.T) {
+	hosts := startCluster(t)
+	const topic = "rolling"
+	hosts[0].mustCLI("", "topics", "create", topic, "--partitions", "2", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	hosts[0].mustCLI("a\nb\nc\n", "produce", topic, "--acks", "all")
+	rows, err := describePartitions(t, hosts[0], topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := hostByID(t, hosts, rows[0].leader)
+	survivor := others(hosts, victim)[0]
+
+	// SIGTERM: before its replicas stop, the host hands leadership over.
+	if code := victim.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("host exited with %d", code)
+	}
+	if !strings.Contains(victim.log(), "controlled shutdown: leadership moved") {
+		t.Fatalf("no controlled shutdown in the host log:\n%s", grepLog(victim.log(), "shutdown", "level=warn"))
+	}
+	after, err := describePartitions(t, survivor, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range after {
+		if r.leader == rows[0].leader || len(r.isr) != 2 {
+			t.Fatalf("after the controlled shutdown: partition %d leader %d ISR %v", r.partition, r.leader, r.isr)
+		}
+	}
+	// Writes go on at once, acks=all with the two remaining replicas (the
+	// host's followers, still fetching while it drained, must not have
+	// been taken back into the ISRs).
+	for part := 0; part < 2; part++ {
+		start := time.Now()
+		survivor.mustCLI("d\n", "produce", topic, "--acks", "all", "--partition", strconv.Itoa(part))
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("acks=all to partition %d took %v after the controlled shutdown", part, took)
+		}
+	}
+	victim.start()
+	clustertest.WaitFor(t, 60*time.Second, func() error {
+		rows, err := describePartitions(t, survivor, topic)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if len(r.isr) != 3 {
+				return fmt.Errorf("partition %d ISR %v", r.partition, r.isr)
+			}
+		}
+		return nil
+	})
+	if recs := survivor.consumeAll(topic, 5); len(recs) != 5 {
+		t.Fatalf("%d of 5 records after the restart", len(recs))
+	}
+}
