@@ -40,6 +40,9 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH, true},
 		{ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH, true},
 		{ErrorCode_ERROR_CODE_INVALID_RECORD, false},
+		{ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, false},
+		{ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA, false},
+		{ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH, false},
 		{ErrorCode(9999), false},
 	}
 	// Every declared code is in the table, so a new code must be classified.
