@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
@@ -115,8 +117,10 @@ type report struct {
 }
 
 type inflight struct {
-	id BatchID
-	tp TopicPartition
+	id     BatchID
+	tp     TopicPartition
+	leader *actor.PID
+	sentAt time.Time
 }
 
 // producerActor is the actor; create it with ActorProps.
@@ -126,6 +130,8 @@ type producerActor struct {
 	logger   *logrus.Entry
 	topics   map[string]*topicMeta
 	inflight map[int64]inflight // by correlation id
+	// endpoints is the subscription to the remote's endpoint events.
+	endpoints *eventstream.Subscription
 	blocked  []*waitingSend     // sends refused with ErrBufferFull, retried after completions
 	flushers []*actor.PID
 	timerAt  time.Time
@@ -174,6 +180,10 @@ func (p *producerActor) Receive(ctx actor.Context) {
 			p.onSend(ctx, now, &msg.Records[i], r)
 		}
 		return
+	case *actor.DeadLetterResponse:
+		p.onDeadLetter(ctx, time.Now(), msg)
+	case endpointGone:
+		p.onEndpointGone(ctx, time.Now(), msg.address)
 	case *messages.ProduceResponse:
 		p.onResponse(ctx, now, msg)
 	case metadataReply:
@@ -201,7 +211,22 @@ func (p *producerActor) Receive(ctx actor.Context) {
 			tm.waiting = nil
 		}
 		return
-	case *actor.Started, *actor.Stopped, *actor.Restarting:
+	case *actor.Started:
+		// A host that died answers nothing: learn it from the remote's
+		// endpoint events instead of waiting for the request timeout.
+		self, root, es := ctx.Self(), ctx.ActorSystem().Root, ctx.ActorSystem().EventStream
+		p.endpoints = es.Subscribe(func(evt any) {
+			if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+				root.Send(self, endpointGone{address: e.Address})
+			}
+		})
+		return
+	case *actor.Stopped:
+		if p.endpoints != nil {
+			ctx.ActorSystem().EventStream.Unsubscribe(p.endpoints)
+		}
+		return
+	case *actor.Restarting:
 		return
 	default:
 		p.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("producer: unknown message")
@@ -349,6 +374,36 @@ func (p *producerActor) onResponse(ctx actor.Context, now time.Time, resp *messa
 	}
 }
 
+// onDeadLetter handles a request that reached a host where the leader
+// replica does not exist (any more): the batches in flight to it are
+// retried after a metadata refresh, at once rather than after the request
+// timeout.
+func (p *producerActor) onDeadLetter(ctx actor.Context, now time.Time, m *actor.DeadLetterResponse) {
+	p.retryInflight(ctx, now, func(leader *actor.PID) bool { return leader.Equal(m.Target) })
+}
+
+// endpointGone reports that the connection to a host's address ended.
+type endpointGone struct{ address string }
+
+// onEndpointGone retries at once, after a metadata refresh, the batches in
+// flight to a host whose connection ended.
+func (p *producerActor) onEndpointGone(ctx actor.Context, now time.Time, address string) {
+	p.retryInflight(ctx, now, func(leader *actor.PID) bool { return leader.Address == address })
+}
+
+// retryInflight retries the in-flight batches whose leader matches.
+func (p *producerActor) retryInflight(ctx actor.Context, now time.Time, match func(*actor.PID) bool) {
+	for corr, f := range p.inflight {
+		if f.leader == nil || !match(f.leader) {
+			continue
+		}
+		delete(p.inflight, corr)
+		p.deliver(ctx, p.core.Accumulator.Retry(f.id, now, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER.Err("the leader replica is gone")))
+		p.fetchMetadata(ctx, f.tp.Topic)
+	}
+	p.wake(ctx, now)
+}
+
 func (p *producerActor) deliver(ctx actor.Context, ds []Delivery) {
 	for _, d := range ds {
 		p.reply(ctx, d.Report.(*report), Delivered{Topic: d.TopicPartition.Topic, Partition: d.TopicPartition.Partition, Offset: d.Offset, Err: d.Err})
@@ -382,6 +437,15 @@ func (p *producerActor) idle() bool {
 // wake expires, sends what is ready, retries blocked sends, answers
 // flushes and arms the timer.
 func (p *producerActor) wake(ctx actor.Context, now time.Time) {
+	// Requests unanswered for the request timeout are retried by Expire;
+	// their leader may be gone, so look it up again.
+	timeout := p.core.Accumulator.Config().RequestTimeout
+	for corr, f := range p.inflight {
+		if !now.Before(f.sentAt.Add(timeout)) {
+			delete(p.inflight, corr)
+			p.fetchMetadata(ctx, f.tp.Topic)
+		}
+	}
 	p.deliver(ctx, p.core.Accumulator.Expire(now))
 	p.sendReady(ctx, now)
 	if len(p.blocked) > 0 && p.core.Accumulator.BufferedBytes() < p.core.Accumulator.Config().BufferMemory/2 {
@@ -443,6 +507,6 @@ func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
 		p.deliver(ctx, p.core.Accumulator.Complete(b.ID, -1, nil))
 		return
 	}
-	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition}
+	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, sentAt: now}
 	ctx.Request(leader, req)
 }
