@@ -132,9 +132,9 @@ type producerActor struct {
 	inflight map[int64]inflight // by correlation id
 	// endpoints is the subscription to the remote's endpoint events.
 	endpoints *eventstream.Subscription
-	blocked  []*waitingSend     // sends refused with ErrBufferFull, retried after completions
-	flushers []*actor.PID
-	timerAt  time.Time
+	blocked   []*waitingSend // sends refused with ErrBufferFull, retried after completions
+	flushers  []*actor.PID
+	timerAt   time.Time
 }
 
 // ActorProps returns the producer actor's props, or an error for a bad config.

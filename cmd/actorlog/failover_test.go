@@ -20,14 +20,7 @@ import (
 )
 
 func TestControllerFailoverTrials(t *testing.T) {
-	trials := 2
-	if v := os.Getenv("ACTORLOG_FAILOVER_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("ACTORLOG_FAILOVER_TRIALS=%q: want a positive number", v)
-		}
-		trials = n
-	}
+	trials := trialCount(t, "ACTORLOG_FAILOVER_TRIALS", 2)
 	hosts := startCluster(t)
 	var times []time.Duration
 	for i := 0; i < trials; i++ {
@@ -55,11 +48,31 @@ func TestControllerFailoverTrials(t *testing.T) {
 		victim.start()
 		waitRejoined(t, survivor, ctrl.name, before[ctrl.name], 3)
 	}
-	slices.Sort(times)
-	median := times[len(times)/2]
-	if len(times)%2 == 0 {
-		median = (times[len(times)/2-1] + median) / 2
+	t.Logf("controller failover over %d trials (lease TTL default): %s", len(times), summarize(times))
+}
+
+// trialCount reads a trial count from the environment (default def).
+func trialCount(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
 	}
-	t.Logf("controller failover over %d trials (lease TTL default): min %v, median %v, max %v",
-		len(times), times[0].Round(10*time.Millisecond), median.Round(10*time.Millisecond), times[len(times)-1].Round(10*time.Millisecond))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", env, v)
+	}
+	return n
+}
+
+// summarize reports min, median and max of durations.
+func summarize(times []time.Duration) string {
+	s := slices.Clone(times)
+	slices.Sort(s)
+	median := s[len(s)/2]
+	if len(s)%2 == 0 {
+		median = (s[len(s)/2-1] + median) / 2
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("min %v, median %v, max %v", r(s[0]), r(median), r(s[len(s)-1]))
 }

@@ -9,9 +9,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -20,14 +17,7 @@ import (
 )
 
 func TestPartitionUnavailabilityAfterLeaderKill(t *testing.T) {
-	trials := 1
-	if v := os.Getenv("ACTORLOG_UNAVAIL_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("ACTORLOG_UNAVAIL_TRIALS=%q: want a positive number", v)
-		}
-		trials = n
-	}
+	trials := trialCount(t, "ACTORLOG_UNAVAIL_TRIALS", 1)
 	hosts := startCluster(t)
 	const topic = "unavail"
 	hosts[0].mustCLI("", "topics", "create", topic, "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2")
@@ -64,11 +54,5 @@ func TestPartitionUnavailabilityAfterLeaderKill(t *testing.T) {
 			return nil
 		})
 	}
-	slices.Sort(times)
-	median := times[len(times)/2]
-	if len(times)%2 == 0 {
-		median = (times[len(times)/2-1] + median) / 2
-	}
-	t.Logf("partition unavailability after SIGKILL of its leader's host over %d trials: min %v, median %v, max %v",
-		len(times), times[0].Round(10*time.Millisecond), median.Round(10*time.Millisecond), times[len(times)-1].Round(10*time.Millisecond))
+	t.Logf("partition unavailability after SIGKILL of its leader's host over %d trials: %s", len(times), summarize(times))
 }
