@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
@@ -32,13 +31,6 @@ import (
 type MemberProvider struct {
 	setup  func(c *pcluster.Cluster) (*Store, error)
 	logger *logrus.Entry
-
-	// topology serializes member-list updates with identity look-ups:
-	// protoactor's disthash lookup (at the version served here) reads its
-	// member table without a lock while a topology update rewrites it —
-	// the race detector reports it. Updates come only from this provider,
-	// so look-ups made through Lookup cannot race them.
-	topology sync.Mutex
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -119,18 +111,13 @@ func (p *MemberProvider) follow(ctx context.Context, store *Store, ml *pcluster.
 	}
 }
 
+// update publishes the member list. (No cluster identities are looked up
+// any more — the controller is an election, not a placed activation. If
+// one is again: protoactor's disthash lookup, at the version served here,
+// reads its member table without a lock while this rewrites it, so
+// look-ups must be serialized with update.)
 func (p *MemberProvider) update(ml *pcluster.MemberList, ms []*pcluster.Member) {
-	p.topology.Lock()
-	defer p.topology.Unlock()
 	ml.UpdateClusterTopology(ms)
-}
-
-// Lookup resolves a cluster identity (activating it if needed) without
-// racing a topology update; see MemberProvider.topology.
-func (p *MemberProvider) Lookup(c *pcluster.Cluster, identity, kind string) *actor.PID {
-	p.topology.Lock()
-	defer p.topology.Unlock()
-	return c.Get(identity, kind)
 }
 
 // members turns registrations into protoactor members (every host serves

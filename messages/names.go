@@ -10,7 +10,8 @@ import "strconv"
 const (
 	// BrokerActorID is the broker actor: metadata and admin requests.
 	BrokerActorID = "broker"
-	// ControllerActorID is the controller actor (active on one host).
+	// ControllerActorID is each host's controller candidate (the elected
+	// one acts; the others stand by and forward to it).
 	ControllerActorID = "controller"
 )
 

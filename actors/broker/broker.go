@@ -643,9 +643,8 @@ func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
 func (b *Broker) isrProposer(ctx actor.Context, t *messages.TopicMetadata, partition int32) func(replica.ISRChange) {
 	root, resolve, timeout, logger := ctx.ActorSystem().Root, b.cfg.Controller, b.cfg.AdminTimeout, b.logger
 	topic, topicID, self := t.Name, t.TopicId, b.cfg.HostID
-	pid := ctx.Self()
+	target := actor.NewPID(ctx.Self().Address, messages.ReplicaActorID(topic, partition))
 	return func(c replica.ISRChange) {
-		target := actor.NewPID(pid.Address, pid.Id+"/"+messages.ReplicaActorName(topic, partition))
 		go func() {
 			req := &messages.AlterPartitionRequest{Topic: topic, TopicId: topicID, Partition: partition, LeaderId: self,
 				LeaderEpoch: c.LeaderEpoch, PartitionEpoch: c.PartitionEpoch, NewIsr: c.ISR}

@@ -43,9 +43,6 @@ type Config struct {
 	SessionTTL time.Duration
 	// RequestTimeout bounds one admin request's etcd work (default 10 s).
 	RequestTimeout time.Duration
-	// OnStarted, if set, is told the actor's PID when it starts (the host
-	// uses it to stop a local activation first on shutdown).
-	OnStarted func(self *actor.PID)
 	// MaxReplicationFactor is the largest replication factor accepted
 	// (0: any, up to the number of live hosts).
 	MaxReplicationFactor int32
@@ -83,8 +80,7 @@ func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) })
 }
 
-// New returns a controller actor (for hosts that build their own props,
-// e.g. a protoactor cluster kind).
+// New returns a controller actor (Props wraps it).
 func New(cfg Config) actor.Actor {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 10 * time.Second
@@ -106,9 +102,6 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.cancel = cancel
 		c.done = make(chan struct{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		if c.cfg.OnStarted != nil {
-			c.cfg.OnStarted(self)
-		}
 		go func() {
 			defer close(c.done)
 			c.campaign(cctx, self, func(m any) { root.Send(self, m) })

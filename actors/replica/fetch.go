@@ -87,8 +87,8 @@ func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 		return
 	}
 	wait := min(time.Duration(req.MaxWaitMs)*time.Millisecond, MaxFetchWait)
-	r.nextFetch++
-	id := r.nextFetch
+	r.nextWait++
+	id := r.nextWait
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.waiting[id] = &parkedFetch{
 		req:    req,

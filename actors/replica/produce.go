@@ -113,8 +113,8 @@ func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, r
 	if req.TimeoutMs > 0 {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
-	r.nextFetch++
-	id := r.nextFetch
+	r.nextWait++
+	id := r.nextWait
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.waitingAcks[id] = &parkedProduce{
 		resp: resp, sender: ctx.Sender(), required: required, start: start, records: records, bytes: len(req.Records),

@@ -136,8 +136,8 @@ type Replica struct {
 	// following is set when this replica is a follower.
 	following *following
 
-	waiting   map[uint64]*parkedFetch
-	nextFetch uint64
+	waiting  map[uint64]*parkedFetch
+	nextWait uint64 // ids of parked fetches and acks=all produces
 	// acks=all produce requests waiting for the high watermark.
 	waitingAcks map[uint64]*parkedProduce
 	retention   *time.Ticker
