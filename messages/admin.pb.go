@@ -1149,6 +1149,453 @@ func (x *DescribeClusterResponse) GetDownHosts() []*HostInfo {
 	return nil
 }
 
+// ElectLeadersRequest asks the controller to move the leadership of
+// partitions back to their preferred replica (the first of the replica
+// list) where that replica is live and in the ISR (Kafka's ElectLeaders
+// with the PREFERRED election type). No partitions means all of them.
+type ElectLeadersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Partitions    []*TopicPartitions     `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersRequest) Reset() {
+	*x = ElectLeadersRequest{}
+	mi := &file_messages_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersRequest) ProtoMessage() {}
+
+func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
+func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ElectLeadersRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *ElectLeadersRequest) GetPartitions() []*TopicPartitions {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// TopicPartitions names partitions of one topic.
+type TopicPartitions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartitions) Reset() {
+	*x = TopicPartitions{}
+	mi := &file_messages_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartitions) ProtoMessage() {}
+
+func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
+func (*TopicPartitions) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TopicPartitions) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartitions) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// PartitionResult is the outcome for one partition of a multi-partition
+// admin request.
+type PartitionResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,3,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionResult) Reset() {
+	*x = PartitionResult{}
+	mi := &file_messages_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionResult) ProtoMessage() {}
+
+func (x *PartitionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionResult.ProtoReflect.Descriptor instead.
+func (*PartitionResult) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PartitionResult) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionResult) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionResult) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *PartitionResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// ElectLeadersResponse answers ElectLeadersRequest, one result per
+// partition considered.
+//
+// Per-partition codes: ELECTION_NOT_NEEDED (the preferred replica leads),
+// PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. Top-level:
+// NOT_CONTROLLER, STALE_CONTROLLER_EPOCH, REQUEST_TIMED_OUT.
+type ElectLeadersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*PartitionResult     `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersResponse) Reset() {
+	*x = ElectLeadersResponse{}
+	mi := &file_messages_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersResponse) ProtoMessage() {}
+
+func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
+func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ElectLeadersResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *ElectLeadersResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *ElectLeadersResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ElectLeadersResponse) GetResults() []*PartitionResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// ReassignPartitionsRequest gives partitions of one topic a new replica
+// list (Kafka's AlterPartitionReassignments). The controller adds the new
+// replicas, waits until they are in the ISR, moves leadership if the
+// leader is leaving, then drops the old replicas. An empty replica list
+// cancels the partition's reassignment in progress.
+type ReassignPartitionsRequest struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	CorrelationId int64                    `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Topic         string                   `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []*PartitionReassignment `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignPartitionsRequest) Reset() {
+	*x = ReassignPartitionsRequest{}
+	mi := &file_messages_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignPartitionsRequest) ProtoMessage() {}
+
+func (x *ReassignPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*ReassignPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReassignPartitionsRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *ReassignPartitionsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ReassignPartitionsRequest) GetPartitions() []*PartitionReassignment {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// PartitionReassignment is one partition's target replica list, by host id.
+type PartitionReassignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Replicas      []int32                `protobuf:"varint,2,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionReassignment) Reset() {
+	*x = PartitionReassignment{}
+	mi := &file_messages_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionReassignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionReassignment) ProtoMessage() {}
+
+func (x *PartitionReassignment) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionReassignment.ProtoReflect.Descriptor instead.
+func (*PartitionReassignment) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PartitionReassignment) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionReassignment) GetReplicas() []int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// ReassignPartitionsResponse answers ReassignPartitionsRequest once the
+// reassignments are recorded (not once they complete); the topic metadata
+// shows progress (PartitionState adding/removing replicas).
+//
+// Per-partition codes: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICATION_FACTOR,
+// INVALID_REQUEST (duplicate or unknown host ids), REASSIGNMENT_IN_PROGRESS,
+// NO_REASSIGNMENT_IN_PROGRESS. Top-level: NOT_CONTROLLER,
+// STALE_CONTROLLER_EPOCH, REQUEST_TIMED_OUT.
+type ReassignPartitionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*PartitionResult     `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReassignPartitionsResponse) Reset() {
+	*x = ReassignPartitionsResponse{}
+	mi := &file_messages_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReassignPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReassignPartitionsResponse) ProtoMessage() {}
+
+func (x *ReassignPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReassignPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*ReassignPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReassignPartitionsResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *ReassignPartitionsResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *ReassignPartitionsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ReassignPartitionsResponse) GetResults() []*PartitionResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_messages_admin_proto protoreflect.FileDescriptor
 
 const file_messages_admin_proto_rawDesc = "" +
@@ -1252,7 +1699,44 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\x10controller_epoch\x18\x06 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12controller_address\x18\a \x01(\tR\x11controllerAddress\x12:\n" +
 	"\n" +
-	"down_hosts\x18\b \x03(\v2\x1b.actorlog.messages.HostInfoR\tdownHostsB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"down_hosts\x18\b \x03(\v2\x1b.actorlog.messages.HostInfoR\tdownHosts\"\x80\x01\n" +
+	"\x13ElectLeadersRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12B\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\".actorlog.messages.TopicPartitionsR\n" +
+	"partitions\"G\n" +
+	"\x0fTopicPartitions\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\x05R\n" +
+	"partitions\"\xa7\x01\n" +
+	"\x0fPartitionResult\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12;\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\xdd\x01\n" +
+	"\x14ElectLeadersResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12<\n" +
+	"\aresults\x18\x04 \x03(\v2\".actorlog.messages.PartitionResultR\aresults\"\xa2\x01\n" +
+	"\x19ReassignPartitionsRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12H\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2(.actorlog.messages.PartitionReassignmentR\n" +
+	"partitions\"Q\n" +
+	"\x15PartitionReassignment\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\x05R\breplicas\"\xe3\x01\n" +
+	"\x1aReassignPartitionsResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12<\n" +
+	"\aresults\x18\x04 \x03(\v2\".actorlog.messages.PartitionResultR\aresultsB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_admin_proto_rawDescOnce sync.Once
@@ -1266,7 +1750,7 @@ func file_messages_admin_proto_rawDescGZIP() []byte {
 	return file_messages_admin_proto_rawDescData
 }
 
-var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_messages_admin_proto_goTypes = []any{
 	(*MetadataRequest)(nil),            // 0: actorlog.messages.MetadataRequest
 	(*PartitionMetadata)(nil),          // 1: actorlog.messages.PartitionMetadata
@@ -1283,36 +1767,50 @@ var file_messages_admin_proto_goTypes = []any{
 	(*ControlledShutdownResponse)(nil), // 12: actorlog.messages.ControlledShutdownResponse
 	(*DescribeClusterRequest)(nil),     // 13: actorlog.messages.DescribeClusterRequest
 	(*DescribeClusterResponse)(nil),    // 14: actorlog.messages.DescribeClusterResponse
-	nil,                                // 15: actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	nil,                                // 16: actorlog.messages.CreateTopicRequest.ConfigsEntry
-	nil,                                // 17: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	(ErrorCode)(0),                     // 18: actorlog.messages.ErrorCode
-	(*HostInfo)(nil),                   // 19: actorlog.messages.HostInfo
-	(*TopicMetadata)(nil),              // 20: actorlog.messages.TopicMetadata
-	(*PartitionState)(nil),             // 21: actorlog.messages.PartitionState
+	(*ElectLeadersRequest)(nil),        // 15: actorlog.messages.ElectLeadersRequest
+	(*TopicPartitions)(nil),            // 16: actorlog.messages.TopicPartitions
+	(*PartitionResult)(nil),            // 17: actorlog.messages.PartitionResult
+	(*ElectLeadersResponse)(nil),       // 18: actorlog.messages.ElectLeadersResponse
+	(*ReassignPartitionsRequest)(nil),  // 19: actorlog.messages.ReassignPartitionsRequest
+	(*PartitionReassignment)(nil),      // 20: actorlog.messages.PartitionReassignment
+	(*ReassignPartitionsResponse)(nil), // 21: actorlog.messages.ReassignPartitionsResponse
+	nil,                                // 22: actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	nil,                                // 23: actorlog.messages.CreateTopicRequest.ConfigsEntry
+	nil,                                // 24: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	(ErrorCode)(0),                     // 25: actorlog.messages.ErrorCode
+	(*HostInfo)(nil),                   // 26: actorlog.messages.HostInfo
+	(*TopicMetadata)(nil),              // 27: actorlog.messages.TopicMetadata
+	(*PartitionState)(nil),             // 28: actorlog.messages.PartitionState
 }
 var file_messages_admin_proto_depIdxs = []int32{
-	18, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
-	18, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	25, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
+	25, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	1,  // 2: actorlog.messages.TopicMetadataResponse.partitions:type_name -> actorlog.messages.PartitionMetadata
-	15, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	19, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
+	22, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	26, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
 	2,  // 5: actorlog.messages.MetadataResponse.topics:type_name -> actorlog.messages.TopicMetadataResponse
-	16, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
-	17, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	18, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	20, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
-	18, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	21, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
-	18, // 12: actorlog.messages.ControlledShutdownResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	18, // 13: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	19, // 14: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
-	19, // 15: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	23, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
+	24, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	25, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	27, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
+	25, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	28, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
+	25, // 12: actorlog.messages.ControlledShutdownResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	25, // 13: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	26, // 14: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
+	26, // 15: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
+	16, // 16: actorlog.messages.ElectLeadersRequest.partitions:type_name -> actorlog.messages.TopicPartitions
+	25, // 17: actorlog.messages.PartitionResult.error_code:type_name -> actorlog.messages.ErrorCode
+	25, // 18: actorlog.messages.ElectLeadersResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	17, // 19: actorlog.messages.ElectLeadersResponse.results:type_name -> actorlog.messages.PartitionResult
+	20, // 20: actorlog.messages.ReassignPartitionsRequest.partitions:type_name -> actorlog.messages.PartitionReassignment
+	25, // 21: actorlog.messages.ReassignPartitionsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	17, // 22: actorlog.messages.ReassignPartitionsResponse.results:type_name -> actorlog.messages.PartitionResult
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }
@@ -1328,7 +1826,7 @@ func file_messages_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_admin_proto_rawDesc), len(file_messages_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -119,6 +119,28 @@ const (
 	// The request came from an earlier incarnation of the host (its broker
 	// epoch is not the registered one).
 	ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH ErrorCode = 77
+	// An idempotent batch's first sequence does not follow the producer's
+	// last one on the partition: an earlier batch is missing.
+	ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER ErrorCode = 45
+	// An idempotent batch repeats a sequence range that is not among the
+	// producer's recent batches the leader still remembers.
+	ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER ErrorCode = 46
+	// An idempotent batch carries an older producer epoch than the leader has
+	// seen for its producer id.
+	ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH ErrorCode = 47
+	// The leader has no state for the batch's producer id and the batch does
+	// not start a sequence.
+	ErrorCode_ERROR_CODE_UNKNOWN_PRODUCER_ID ErrorCode = 59
+	// The partition is being reassigned, or a reassignment was refused
+	// because another is in progress.
+	ErrorCode_ERROR_CODE_REASSIGNMENT_IN_PROGRESS ErrorCode = 60
+	// A preferred leader election found the preferred replica already leading.
+	ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED ErrorCode = 84
+	// A preferred leader election cannot run: the preferred replica is not
+	// live or not in the ISR.
+	ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE ErrorCode = 80
+	// A reassignment was asked to cancel but none is in progress.
+	ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS ErrorCode = 85
 )
 
 // Enum value maps for ErrorCode.
@@ -154,6 +176,14 @@ var (
 		95:  "ERROR_CODE_INVALID_UPDATE_VERSION",
 		107: "ERROR_CODE_INELIGIBLE_REPLICA",
 		77:  "ERROR_CODE_STALE_BROKER_EPOCH",
+		45:  "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER",
+		46:  "ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER",
+		47:  "ERROR_CODE_INVALID_PRODUCER_EPOCH",
+		59:  "ERROR_CODE_UNKNOWN_PRODUCER_ID",
+		60:  "ERROR_CODE_REASSIGNMENT_IN_PROGRESS",
+		84:  "ERROR_CODE_ELECTION_NOT_NEEDED",
+		80:  "ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE",
+		85:  "ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":                      0,
@@ -186,6 +216,14 @@ var (
 		"ERROR_CODE_INVALID_UPDATE_VERSION":           95,
 		"ERROR_CODE_INELIGIBLE_REPLICA":               107,
 		"ERROR_CODE_STALE_BROKER_EPOCH":               77,
+		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER":     45,
+		"ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER":        46,
+		"ERROR_CODE_INVALID_PRODUCER_EPOCH":           47,
+		"ERROR_CODE_UNKNOWN_PRODUCER_ID":              59,
+		"ERROR_CODE_REASSIGNMENT_IN_PROGRESS":         60,
+		"ERROR_CODE_ELECTION_NOT_NEEDED":              84,
+		"ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE":   80,
+		"ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS":      85,
 	}
 )
 
@@ -220,7 +258,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xd3\b\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\x9d\v\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -252,7 +290,15 @@ const file_messages_errors_proto_rawDesc = "" +
 	"\x19ERROR_CODE_INVALID_RECORD\x10W\x12%\n" +
 	"!ERROR_CODE_INVALID_UPDATE_VERSION\x10_\x12!\n" +
 	"\x1dERROR_CODE_INELIGIBLE_REPLICA\x10k\x12!\n" +
-	"\x1dERROR_CODE_STALE_BROKER_EPOCH\x10MB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\x1dERROR_CODE_STALE_BROKER_EPOCH\x10M\x12+\n" +
+	"'ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER\x10-\x12(\n" +
+	"$ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER\x10.\x12%\n" +
+	"!ERROR_CODE_INVALID_PRODUCER_EPOCH\x10/\x12\"\n" +
+	"\x1eERROR_CODE_UNKNOWN_PRODUCER_ID\x10;\x12'\n" +
+	"#ERROR_CODE_REASSIGNMENT_IN_PROGRESS\x10<\x12\"\n" +
+	"\x1eERROR_CODE_ELECTION_NOT_NEEDED\x10T\x12-\n" +
+	")ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE\x10P\x12*\n" +
+	"&ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS\x10UB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_errors_proto_rawDescOnce sync.Once

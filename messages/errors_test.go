@@ -43,6 +43,14 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, false},
 		{ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA, false},
 		{ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH, false},
+		{ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER, false},
+		{ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER, false},
+		{ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH, false},
+		{ErrorCode_ERROR_CODE_UNKNOWN_PRODUCER_ID, false},
+		{ErrorCode_ERROR_CODE_REASSIGNMENT_IN_PROGRESS, false},
+		{ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED, true},
+		{ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE, true},
+		{ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS, false},
 		{ErrorCode(9999), false},
 	}
 	// Every declared code is in the table, so a new code must be classified.

@@ -151,8 +151,14 @@ type PartitionState struct {
 	// Bumped by every change to this partition's state (leader or ISR), so a
 	// stale ISR update can be refused.
 	PartitionEpoch int32 `protobuf:"varint,6,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// During a reassignment (Kafka KIP-455): replicas holds the union of the
+	// old and the target replicas; adding_replicas are the target replicas
+	// not yet in the old set, removing_replicas the old ones not in the
+	// target. Both are empty when no reassignment is in progress.
+	AddingReplicas   []int32 `protobuf:"varint,7,rep,packed,name=adding_replicas,json=addingReplicas,proto3" json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `protobuf:"varint,8,rep,packed,name=removing_replicas,json=removingReplicas,proto3" json:"removing_replicas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PartitionState) Reset() {
@@ -225,6 +231,20 @@ func (x *PartitionState) GetPartitionEpoch() int32 {
 		return x.PartitionEpoch
 	}
 	return 0
+}
+
+func (x *PartitionState) GetAddingReplicas() []int32 {
+	if x != nil {
+		return x.AddingReplicas
+	}
+	return nil
+}
+
+func (x *PartitionState) GetRemovingReplicas() []int32 {
+	if x != nil {
+		return x.RemovingReplicas
+	}
+	return nil
 }
 
 // TopicMetadata is one topic as stored in etcd.
@@ -335,14 +355,16 @@ const file_messages_metadata_proto_rawDesc = "" +
 	"\fbroker_epoch\x18\x04 \x01(\x03R\vbrokerEpoch\x12\x12\n" +
 	"\x04rack\x18\x05 \x01(\tR\x04rack\x12\x1b\n" +
 	"\tmember_id\x18\x06 \x01(\tR\bmemberId\x12\x12\n" +
-	"\x04name\x18\a \x01(\tR\x04name\"\xc0\x01\n" +
+	"\x04name\x18\a \x01(\tR\x04name\"\x96\x02\n" +
 	"\x0ePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\x05R\breplicas\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\x05R\x06leader\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x05 \x03(\x05R\x03isr\x12'\n" +
-	"\x0fpartition_epoch\x18\x06 \x01(\x05R\x0epartitionEpoch\"\xd1\x02\n" +
+	"\x0fpartition_epoch\x18\x06 \x01(\x05R\x0epartitionEpoch\x12'\n" +
+	"\x0fadding_replicas\x18\a \x03(\x05R\x0eaddingReplicas\x12+\n" +
+	"\x11removing_replicas\x18\b \x03(\x05R\x10removingReplicas\"\xd1\x02\n" +
 	"\rTopicMetadata\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12G\n" +

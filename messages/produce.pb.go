@@ -324,6 +324,135 @@ func (x *ProduceResponse) GetLogStartOffset() int64 {
 	return 0
 }
 
+// InitProducerIdRequest asks any host for a producer id for an idempotent
+// producer (Kafka's InitProducerId without a transactional id). Ids are
+// unique in the cluster: hosts take blocks of them from the metadata store.
+type InitProducerIdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerIdRequest) Reset() {
+	*x = InitProducerIdRequest{}
+	mi := &file_messages_produce_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdRequest) ProtoMessage() {}
+
+func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_produce_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
+func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
+	return file_messages_produce_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InitProducerIdRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+// InitProducerIdResponse answers InitProducerIdRequest.
+//
+// Error codes: REQUEST_TIMED_OUT (the metadata store did not answer),
+// UNKNOWN_SERVER_ERROR.
+type InitProducerIdResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The producer id, >= 0 on success.
+	ProducerId int64 `protobuf:"varint,4,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	// The producer epoch: 0 for a new id.
+	ProducerEpoch int32 `protobuf:"varint,5,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerIdResponse) Reset() {
+	*x = InitProducerIdResponse{}
+	mi := &file_messages_produce_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdResponse) ProtoMessage() {}
+
+func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_produce_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
+func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
+	return file_messages_produce_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InitProducerIdResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *InitProducerIdResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *InitProducerIdResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *InitProducerIdResponse) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerIdResponse) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
 var File_messages_produce_proto protoreflect.FileDescriptor
 
 const file_messages_produce_proto_rawDesc = "" +
@@ -348,7 +477,17 @@ const file_messages_produce_proto_rawDesc = "" +
 	"\vbase_offset\x18\x06 \x01(\x03R\n" +
 	"baseOffset\x12+\n" +
 	"\x12log_append_time_ms\x18\a \x01(\x03R\x0flogAppendTimeMs\x12(\n" +
-	"\x10log_start_offset\x18\b \x01(\x03R\x0elogStartOffset*J\n" +
+	"\x10log_start_offset\x18\b \x01(\x03R\x0elogStartOffset\">\n" +
+	"\x15InitProducerIdRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\"\xe9\x01\n" +
+	"\x16InitProducerIdResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12\x1f\n" +
+	"\vproducer_id\x18\x04 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x05 \x01(\x05R\rproducerEpoch*J\n" +
 	"\x04Acks\x12\x14\n" +
 	"\x10ACKS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tACKS_NONE\x10\x01\x12\x0f\n" +
@@ -368,21 +507,24 @@ func file_messages_produce_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_produce_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messages_produce_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_messages_produce_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_messages_produce_proto_goTypes = []any{
-	(Acks)(0),               // 0: actorlog.messages.Acks
-	(*ProduceRequest)(nil),  // 1: actorlog.messages.ProduceRequest
-	(*ProduceResponse)(nil), // 2: actorlog.messages.ProduceResponse
-	(ErrorCode)(0),          // 3: actorlog.messages.ErrorCode
+	(Acks)(0),                      // 0: actorlog.messages.Acks
+	(*ProduceRequest)(nil),         // 1: actorlog.messages.ProduceRequest
+	(*ProduceResponse)(nil),        // 2: actorlog.messages.ProduceResponse
+	(*InitProducerIdRequest)(nil),  // 3: actorlog.messages.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil), // 4: actorlog.messages.InitProducerIdResponse
+	(ErrorCode)(0),                 // 5: actorlog.messages.ErrorCode
 }
 var file_messages_produce_proto_depIdxs = []int32{
 	0, // 0: actorlog.messages.ProduceRequest.acks:type_name -> actorlog.messages.Acks
-	3, // 1: actorlog.messages.ProduceResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 1: actorlog.messages.ProduceResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	5, // 2: actorlog.messages.InitProducerIdResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_messages_produce_proto_init() }
@@ -397,7 +539,7 @@ func file_messages_produce_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_produce_proto_rawDesc), len(file_messages_produce_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
