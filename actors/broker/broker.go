@@ -106,6 +106,8 @@ type Broker struct {
 	replicas map[tp]*running
 	stopping map[tp]bool
 	synced   bool
+	// producerIDs serves InitProducerId (created on first use).
+	producerIDs *cluster.ProducerIDAllocator
 
 	cancel context.CancelFunc
 }
@@ -153,6 +155,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		ctx.Respond(b.metadata(msg))
 	case *messages.DescribeClusterRequest:
 		b.describeCluster(ctx, msg)
+	case *messages.InitProducerIdRequest:
+		b.initProducerID(ctx, msg)
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
 		b.forwardAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
