@@ -97,9 +97,14 @@ type PartitionMetadata struct {
 	LeaderAddress  string `protobuf:"bytes,6,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
 	ReplicaActorId string `protobuf:"bytes,7,opt,name=replica_actor_id,json=replicaActorId,proto3" json:"replica_actor_id,omitempty"`
 	// ERROR_CODE_LEADER_NOT_AVAILABLE when the partition has no live leader.
-	ErrorCode     ErrorCode `protobuf:"varint,8,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ErrorCode ErrorCode `protobuf:"varint,8,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	// During a reassignment (see PartitionState): the target replicas not
+	// yet in the old set, and the old replicas not in the target. Empty
+	// when no reassignment is in progress.
+	AddingReplicas   []int32 `protobuf:"varint,9,rep,packed,name=adding_replicas,json=addingReplicas,proto3" json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `protobuf:"varint,10,rep,packed,name=removing_replicas,json=removingReplicas,proto3" json:"removing_replicas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PartitionMetadata) Reset() {
@@ -186,6 +191,20 @@ func (x *PartitionMetadata) GetErrorCode() ErrorCode {
 		return x.ErrorCode
 	}
 	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *PartitionMetadata) GetAddingReplicas() []int32 {
+	if x != nil {
+		return x.AddingReplicas
+	}
+	return nil
+}
+
+func (x *PartitionMetadata) GetRemovingReplicas() []int32 {
+	if x != nil {
+		return x.RemovingReplicas
+	}
+	return nil
 }
 
 // TopicMetadataResponse describes one topic in a MetadataResponse.
@@ -1329,7 +1348,9 @@ func (x *PartitionResult) GetErrorMessage() string {
 }
 
 // ElectLeadersResponse answers ElectLeadersRequest, one result per
-// partition considered.
+// partition considered. A request naming no partitions leaves out the
+// partitions already led by their preferred replica (as Kafka does); a
+// topic named without partitions means all of its partitions.
 //
 // Per-partition codes: ELECTION_NOT_NEEDED (the preferred replica leads),
 // PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. Top-level:
@@ -1522,7 +1543,10 @@ func (x *PartitionReassignment) GetReplicas() []int32 {
 
 // ReassignPartitionsResponse answers ReassignPartitionsRequest once the
 // reassignments are recorded (not once they complete); the topic metadata
-// shows progress (PartitionState adding/removing replicas).
+// shows progress (PartitionState adding/removing replicas). The request is
+// all or nothing: when any partition is refused, none changes, and the
+// partitions that were acceptable carry INVALID_REQUEST ("not applied").
+// A target replica list must have the topic's replication factor.
 //
 // Per-partition codes: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICATION_FACTOR,
 // INVALID_REQUEST (duplicate or unknown host ids), REASSIGNMENT_IN_PROGRESS,
@@ -1603,7 +1627,7 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\x14messages/admin.proto\x12\x11actorlog.messages\x1a\x15messages/errors.proto\x1a\x17messages/metadata.proto\"P\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12%\n" +
-	"\x0ecorrelation_id\x18\x02 \x01(\x03R\rcorrelationId\"\xa8\x02\n" +
+	"\x0ecorrelation_id\x18\x02 \x01(\x03R\rcorrelationId\"\xfe\x02\n" +
 	"\x11PartitionMetadata\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\x05R\x06leader\x12!\n" +
@@ -1613,7 +1637,10 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\x0eleader_address\x18\x06 \x01(\tR\rleaderAddress\x12(\n" +
 	"\x10replica_actor_id\x18\a \x01(\tR\x0ereplicaActorId\x12;\n" +
 	"\n" +
-	"error_code\x18\b \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\"\xea\x02\n" +
+	"error_code\x18\b \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12'\n" +
+	"\x0fadding_replicas\x18\t \x03(\x05R\x0eaddingReplicas\x12+\n" +
+	"\x11removing_replicas\x18\n" +
+	" \x03(\x05R\x10removingReplicas\"\xea\x02\n" +
 	"\x15TopicMetadataResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12;\n" +
 	"\n" +
