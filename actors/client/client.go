@@ -48,6 +48,7 @@ type Client struct {
 	logger *logrus.Entry
 	corr   atomic.Int64
 	closed sync.Once
+	health *health
 }
 
 // New starts the client's actor system and remote endpoint. It does not
@@ -82,7 +83,9 @@ func New(cfg Config) (*Client, error) {
 		system.Shutdown()
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &Client{cfg: cfg, system: system, remote: r, logger: cfg.Logger}, nil
+	c := &Client{cfg: cfg, system: system, remote: r, logger: cfg.Logger, health: newHealth(cfg.Logger, dialProbe)}
+	c.health.subscribe(system.EventStream)
+	return c, nil
 }
 
 // localIPFor returns the local IP that routes to addr (loopback for a
@@ -118,6 +121,7 @@ func (c *Client) NextCorrelationID() int64 { return c.corr.Add(1) }
 // Close stops the client's endpoint and actor system. Idempotent.
 func (c *Client) Close() {
 	c.closed.Do(func() {
+		c.health.close(c.system.EventStream)
 		// Not graceful: protoactor's graceful path races on its suspend
 		// flag (a data race in the library), and callers flush first.
 		c.remote.Shutdown(false)

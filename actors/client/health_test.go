@@ -1,0 +1,96 @@
+package client
+
+import (
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+)
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestHealthFollowsTerminationAndProbes(t *testing.T) {
+	var reachable atomic.Bool
+	var dials atomic.Int32
+	h := newHealth(logrus.NewEntry(logrus.New()), func(string) error {
+		dials.Add(1)
+		if reachable.Load() {
+			return nil
+		}
+		return errors.New("connection refused")
+	})
+	es := actor.NewActorSystem().EventStream
+	h.subscribe(es)
+	defer h.close(es)
+
+	// First use dials; a refused dial makes the address down.
+	if h.up("a:1") {
+		t.Fatal("an unreachable address is up")
+	}
+	// It comes back once a background dial succeeds.
+	reachable.Store(true)
+	waitUntil(t, func() bool { return h.up("a:1") })
+	before := dials.Load()
+	if !h.up("a:1") || dials.Load() != before {
+		t.Fatal("a known-up address was dialled again")
+	}
+	// A lost connection makes it down at once, until it answers again.
+	reachable.Store(false)
+	es.Publish(&remote.EndpointTerminatedEvent{Address: "a:1"})
+	if h.up("a:1") {
+		t.Fatal("up after its endpoint terminated")
+	}
+	time.Sleep(3 * reprobeInterval)
+	if h.up("a:1") {
+		t.Fatal("up while dials fail")
+	}
+	reachable.Store(true)
+	waitUntil(t, func() bool { return h.up("a:1") })
+	// Other addresses are independent.
+	reachable.Store(false)
+	if h.up("b:2") || !h.up("a:1") {
+		t.Fatal("one address's state leaked to another")
+	}
+}
+
+func TestHostUpDialsRealAddresses(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := ln.Addr().String()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Bootstrap: []string{live}, Logger: logrus.NewEntry(logrus.New())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer ln.Close()
+	if !c.HostUp(live) {
+		t.Fatal("a listening address is down")
+	}
+	if c.HostUp(deadAddr) {
+		t.Fatal("a closed port is up")
+	}
+}
