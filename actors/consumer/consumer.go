@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
@@ -178,6 +180,7 @@ type (
 		corr      int64
 	}
 	refreshMetadata struct{}
+	endpointGone    struct{ address string }
 )
 
 // Consumer is the actor; create it with Props.
@@ -187,13 +190,37 @@ type Consumer struct {
 	parts      map[int32]*partState
 	corr       int64
 	refreshing bool
+	endpoints  *eventstream.Subscription
+}
+
+// onEndpointGone abandons the fetches in flight to a host whose connection
+// ended and looks the leaders up again.
+func (c *Consumer) onEndpointGone(ctx actor.Context, address string) {
+	for _, p := range c.parts {
+		if p.inFlight != 0 && p.leader != nil && p.leader.Address == address {
+			p.inFlight = 0
+			c.report(fmt.Errorf("consumer: the connection to the leader of %s-%d (%s) ended; refreshing metadata", c.cfg.Topic, p.id, address))
+			c.refreshLater(ctx)
+		}
+	}
 }
 
 // Receive dispatches the consumer's messages.
 func (c *Consumer) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		// A leader whose host died answers nothing: learn it from the
+		// remote's endpoint events instead of waiting for the fetch
+		// deadline.
+		self, root, es := ctx.Self(), ctx.ActorSystem().Root, ctx.ActorSystem().EventStream
+		c.endpoints = es.Subscribe(func(evt any) {
+			if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+				root.Send(self, endpointGone{address: e.Address})
+			}
+		})
 		c.refresh(ctx)
+	case endpointGone:
+		c.onEndpointGone(ctx, msg.address)
 	case refreshMetadata:
 		c.refresh(ctx)
 	case metadataResult:
@@ -212,7 +239,11 @@ func (c *Consumer) Receive(ctx actor.Context) {
 			c.report(fmt.Errorf("consumer: fetch of %s-%d timed out; refreshing metadata", c.cfg.Topic, p.id))
 			c.refreshLater(ctx)
 		}
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		if c.endpoints != nil {
+			ctx.ActorSystem().EventStream.Unsubscribe(c.endpoints)
+		}
+	case *actor.Stopping, *actor.Restarting:
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("consumer: unknown message")
 	}
@@ -351,6 +382,12 @@ func (c *Consumer) onPosition(ctx actor.Context, m positionResult) {
 
 func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 	if p.leader == nil || p.position < 0 || p.inFlight != 0 || p.busy {
+		return
+	}
+	if !c.cfg.Client.HostUp(p.leader.Address) {
+		// Its host is gone: a request would wait out protoactor's
+		// connection retries. Wait for the metadata to name a new leader.
+		c.refreshLater(ctx)
 		return
 	}
 	c.corr++
