@@ -274,11 +274,28 @@ func ValidateTopic(t *messages.TopicMetadata) error {
 	return nil
 }
 
-// validatePartition checks one partition's replicas, leader and ISR.
+// validatePartition checks one partition's replicas, leader and ISR, and
+// its reassignment state: during a reassignment (KIP-455) the replicas are
+// the union of the old and the target lists, both of the replication
+// factor; adding_replicas (target only) and removing_replicas (old only)
+// are disjoint subsets of the replicas.
 func validatePartition(p *messages.PartitionState, rf int) error {
 	replicas := p.GetReplicas()
-	if len(replicas) != rf {
-		return fmt.Errorf("%w: %d replicas %v, want %d", ErrInvalidReplicationFactor, len(replicas), replicas, rf)
+	adding, removing := p.GetAddingReplicas(), p.GetRemovingReplicas()
+	if len(replicas)-len(adding) != rf || len(replicas)-len(removing) != rf {
+		return fmt.Errorf("%w: %d replicas %v (adding %v, removing %v), want %d", ErrInvalidReplicationFactor, len(replicas), replicas, adding, removing, rf)
+	}
+	for _, set := range [][]int32{adding, removing} {
+		for i, r := range set {
+			if !slices.Contains(replicas, r) || slices.Contains(set[:i], r) {
+				return fmt.Errorf("%w: reassignment: adding %v, removing %v: %d is a duplicate or not a replica %v", ErrInvalidReplicaAssignment, adding, removing, r, replicas)
+			}
+		}
+	}
+	for _, r := range adding {
+		if slices.Contains(removing, r) {
+			return fmt.Errorf("%w: reassignment: host %d both added and removed", ErrInvalidReplicaAssignment, r)
+		}
 	}
 	for i, r := range replicas {
 		if r < 1 {

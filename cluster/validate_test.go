@@ -252,6 +252,24 @@ func TestValidateTopic(t *testing.T) {
 			m.Partitions[0].Isr = append(m.Partitions[0].Isr, m.Partitions[0].Isr[0])
 		}, cluster.ErrInvalidReplicaAssignment},
 		{"negative epoch", func(m *messages.TopicMetadata) { m.Partitions[0].LeaderEpoch = -1 }, cluster.ErrInvalidReplicaAssignment},
+		{"reassigning", func(m *messages.TopicMetadata) { reassigning(m.Partitions[0], 9) }, nil},
+		{"reassigning without adding", func(m *messages.TopicMetadata) {
+			reassigning(m.Partitions[0], 9)
+			m.Partitions[0].AddingReplicas = nil
+		}, cluster.ErrInvalidReplicationFactor},
+		{"adding outside replicas", func(m *messages.TopicMetadata) {
+			reassigning(m.Partitions[0], 9)
+			m.Partitions[0].AddingReplicas = []int32{8}
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"added and removed", func(m *messages.TopicMetadata) {
+			reassigning(m.Partitions[0], 9)
+			m.Partitions[0].AddingReplicas = m.Partitions[0].RemovingReplicas
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"duplicate removing", func(m *messages.TopicMetadata) {
+			p := m.Partitions[0]
+			p.Replicas = append(p.Replicas, 9, 8)
+			p.AddingReplicas, p.RemovingReplicas = []int32{9, 8}, []int32{p.Replicas[0], p.Replicas[0]}
+		}, cluster.ErrInvalidReplicaAssignment},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,4 +287,12 @@ func TestValidateTopic(t *testing.T) {
 	if err := cluster.ValidateTopic(nil); !errors.Is(err, cluster.ErrInvalidTopic) {
 		t.Fatalf("ValidateTopic(nil) = %v", err)
 	}
+}
+
+// reassigning puts p in the middle of a reassignment that replaces its
+// last replica with host id.
+func reassigning(p *messages.PartitionState, id int32) {
+	old := p.Replicas[len(p.Replicas)-1]
+	p.Replicas = append([]int32{id}, p.Replicas...)
+	p.AddingReplicas, p.RemovingReplicas = []int32{id}, []int32{old}
 }

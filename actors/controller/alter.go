@@ -4,7 +4,8 @@
 // write) only if that leader still leads at that leader epoch, nothing
 // changed the partition since (its partition epoch), and every member is a
 // live replica. Brokers learn the result from the metadata, as everything
-// else.
+// else. An ISR that takes in the last replica a reassignment waits for
+// completes the reassignment in the same write (reassign.go).
 
 package controller
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -79,11 +81,14 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 			break
 		}
 		p := t.Partitions[req.Partition]
+		before := proto.Clone(t).(*messages.TopicMetadata)
 		changed, code, msg := ApplyAlterPartition(p, req, c.electionLive())
 		if code != 0 || !changed {
 			resp.ErrorCode, resp.ErrorMessage, resp.Partition = code, msg, p
 			break
 		}
+		// The new ISR may hold every replica a reassignment waits for.
+		completed := CompleteReassignment(p, c.electionLive())
 		err = c.cfg.Store.UpdateTopic(rctx, *c.fence, t, rev)
 		if errors.Is(err, cluster.ErrTopicChanged) && attempt < 3 {
 			continue
@@ -94,6 +99,9 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 		}
 		resp.Partition = p
 		c.logger.WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition, "isr": p.Isr, "partition_epoch": p.PartitionEpoch, "leader": p.Leader}).Info("ISR changed")
+		if completed {
+			c.logReassignments(before, t)
+		}
 		break
 	}
 	if resp.ErrorCode != 0 {

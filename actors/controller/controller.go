@@ -5,8 +5,10 @@
 // election key's create revision; every metadata write is fenced on it, so a
 // controller that lost its etcd session can no longer change anything.
 //
-// Admin requests (create/delete topic, add partitions, alter configs) are
-// validated here, then written to etcd; brokers follow etcd and act.
+// Admin requests (create/delete topic, add partitions, alter configs,
+// preferred leader elections in preferred.go, partition reassignments in
+// reassign.go) are validated here, then written to etcd; brokers follow
+// etcd and act.
 //
 // While elected, it also follows host liveness (liveness.go): when a
 // host's registration goes or comes back, it moves partition leadership
@@ -46,7 +48,17 @@ type Config struct {
 	// MaxReplicationFactor is the largest replication factor accepted
 	// (0: any, up to the number of live hosts).
 	MaxReplicationFactor int32
-	Logger               *logrus.Entry
+	// LeaderImbalanceCheckInterval is how often the elected controller
+	// checks the leader balance and moves leadership back to preferred
+	// replicas (Kafka's leader.imbalance.check.interval.seconds; default
+	// DefaultLeaderImbalanceCheckInterval; preferred.go).
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePerHostPercentage is the share of a host's preferred
+	// partitions it may not lead before a rebalance (Kafka's
+	// leader.imbalance.per.broker.percentage; default
+	// DefaultLeaderImbalancePerHostPercentage).
+	LeaderImbalancePerHostPercentage float64
+	Logger                           *logrus.Entry
 }
 
 type (
@@ -88,6 +100,12 @@ func New(cfg Config) actor.Actor {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
+	if cfg.LeaderImbalancePerHostPercentage <= 0 {
+		cfg.LeaderImbalancePerHostPercentage = DefaultLeaderImbalancePerHostPercentage
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -111,6 +129,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.fence = &f
 		c.logger.WithFields(logrus.Fields{"controller_epoch": f.Epoch, "host": c.cfg.HostID}).Info("this host is now the controller")
 		c.startHostWatch(ctx)
+		c.scheduleRebalanceCheck(ctx)
 	case deposed:
 		if c.fence != nil {
 			c.logger.WithField("controller_epoch", c.fence.Epoch).Warn("lost the controller election session; standing by")
@@ -127,6 +146,12 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.onAlterPartition(ctx, msg)
 	case *messages.ControlledShutdownRequest:
 		c.onControlledShutdown(ctx, msg)
+	case *messages.ElectLeadersRequest:
+		c.onElectLeaders(ctx, msg)
+	case *messages.ReassignPartitionsRequest:
+		c.onReassignPartitions(ctx, msg)
+	case rebalanceCheck:
+		c.onRebalanceCheck(ctx, msg)
 	case *actor.Stopping:
 		// Resign before going, so a standby takes over at once instead
 		// of after the session TTL. Both goroutines are told at once and
@@ -247,7 +272,7 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 		if err != nil && !errors.Is(err, cluster.ErrNoController) {
 			why = fmt.Sprintf("cannot find the controller: %v", err)
 		}
-		ctx.Respond(&messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, ErrorMessage: why})
+		ctx.Respond(ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
 		return
 	}
 	sender := ctx.Sender()
@@ -255,11 +280,29 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 		if err != nil {
 			// The elected controller is gone or unreachable; its lease will
 			// lapse and another will be elected. NOT_CONTROLLER is retriable.
-			res = &messages.AdminResponse{CorrelationId: corr, ErrorCode: messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER,
-				ErrorMessage: fmt.Sprintf("controller %s did not answer: %v", leader, err)}
+			res = ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("controller %s did not answer: %v", leader, err))
 		}
 		ctx.Send(sender, res)
 	})
+}
+
+// ErrorReply returns the response a controller gives to req when it fails
+// as a whole with code: the response type that answers req
+// (ElectLeadersResponse, ReassignPartitionsResponse,
+// AlterPartitionResponse, ControlledShutdownResponse), an AdminResponse
+// for the topic admin requests. Brokers forwarding requests use it too.
+func ErrorReply(req proto.Message, corr int64, code messages.ErrorCode, text string) proto.Message {
+	switch req.(type) {
+	case *messages.ElectLeadersRequest:
+		return &messages.ElectLeadersResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
+	case *messages.ReassignPartitionsRequest:
+		return &messages.ReassignPartitionsResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
+	case *messages.AlterPartitionRequest:
+		return &messages.AlterPartitionResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
+	case *messages.ControlledShutdownRequest:
+		return &messages.ControlledShutdownResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
+	}
+	return &messages.AdminResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
 }
 
 // evictCrashedSelf removes election candidacies left by an earlier

@@ -4,7 +4,8 @@
 // hosts from its revision, and posts the live host set to the actor each
 // time it changes (and once at the start, so a new controller catches up
 // on whatever happened while there was none). On every such message the
-// actor re-elects the leaders of every topic (ElectLeaders, elect.go) and
+// actor re-elects the leaders of every topic (ElectLeaders, elect.go),
+// completes the reassignments that can complete now (reassign.go), and
 // writes the topics that changed, fenced on its controller epoch, retrying
 // a few times when a topic was modified between the read and the write.
 // Brokers follow the topics in etcd and start or stop replicas.
@@ -214,12 +215,15 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 			unclean = false
 		}
 		before := proto.Clone(t).(*messages.TopicMetadata)
-		if !ElectLeaders(t, c.electionLive(), unclean) {
+		elected := ElectLeaders(t, c.electionLive(), unclean)
+		completed := completeReassignments(t, c.electionLive())
+		if !elected && !completed {
 			return nil
 		}
 		err = c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev)
 		if err == nil {
 			c.logElections(before, t)
+			c.logReassignments(before, t)
 			return nil
 		}
 		if !errors.Is(err, cluster.ErrTopicChanged) || attempt == updateAttempts {

@@ -28,10 +28,16 @@ func register(t *testing.T, s *cluster.Store, id int32) *cluster.Registration {
 // and stops it at cleanup (or earlier, through the returned func).
 func spawnController(t *testing.T, s *cluster.Store, maxRF int32) (*actor.ActorSystem, *actor.PID, func()) {
 	t.Helper()
+	return spawnControllerWith(t, controller.Config{HostID: 1, Store: s, RequestTimeout: 5 * time.Second, MaxReplicationFactor: maxRF})
+}
+
+// spawnControllerWith is spawnController with a config of the test's
+// choosing (its Logger is set here).
+func spawnControllerWith(t *testing.T, cfg controller.Config) (*actor.ActorSystem, *actor.PID, func()) {
+	t.Helper()
+	cfg.Logger = clustertest.Logger(t)
 	sys := actor.NewActorSystem()
-	pid := sys.Root.Spawn(controller.Props(controller.Config{
-		HostID: 1, Store: s, RequestTimeout: 5 * time.Second, MaxReplicationFactor: maxRF, Logger: clustertest.Logger(t),
-	}))
+	pid := sys.Root.Spawn(controller.Props(cfg))
 	stopped := false
 	stop := func() {
 		if stopped {
