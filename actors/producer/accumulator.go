@@ -40,11 +40,19 @@ type ReadyBatch struct {
 	// TopicPartition is the batch's partition.
 	TopicPartition TopicPartition
 	// Bytes is exactly one RecordBatch v2 with base offset 0 and leader
-	// epoch -1. A retry sends the same slice. The receiver may stamp the
-	// base offset and leader epoch (outside the CRC) but must not change
-	// anything else. The Accumulator drops its reference when the batch is
-	// completed or failed; it never writes to it after Ready.
+	// epoch -1. A retry sends the same slice, unless the batch was
+	// re-stamped for a new producer id (a new slice then). The receiver
+	// may stamp the base offset and leader epoch (outside the CRC) but
+	// must not change anything else. The Accumulator drops its reference
+	// when the batch is completed, failed or re-stamped; it never writes
+	// to it after Ready.
 	Bytes []byte
+	// ProducerID, ProducerEpoch and BaseSequence are the idempotent
+	// producer fields written in Bytes' header; -1 each when the
+	// Accumulator is not idempotent.
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
 	// Records is the number of records in the batch.
 	Records int
 	// Reports are the report values of the batch's records, in order.
@@ -85,19 +93,39 @@ type batch struct {
 	retryAt  time.Time       // not sent again before this
 	sentAt   time.Time       // the last send
 	id       BatchID         // the current send, 0 when not in flight
+
+	// Idempotent producer fields: set when the batch is first sent and
+	// kept on every retry, unless the batch is re-stamped (see restamp).
+	stamped bool  // bytes carry the fields below: the batch was sent
+	gen     int   // the producer id generation it carries (Accumulator.gen)
+	pid     int64 // producer id, epoch and base sequence in bytes
+	epoch   int16
+	baseSeq int32
+	ordinal int  // its place among the batches stamped under gen
+	moot    bool // in flight with a stamp it no longer carries
 }
 
 // partition is the state of one partition.
 //
 // Invariants: queue is sorted by seq; every batch of inflight has a non-zero
 // id registered in Accumulator.inflight; len(inflight) <= MaxInFlight
-// unless MaxInFlight was lowered (it cannot be).
+// unless MaxInFlight was lowered (it cannot be). When idempotent: every
+// batch of inflight is stamped; every stamped batch of queue precedes every
+// unstamped one; every stamped batch of queue and inflight has gen ==
+// partition.gen, and their sequences follow each other in seq order from
+// the first one (no gap), ending at nextSeq.
 type partition struct {
 	tp       TopicPartition
 	open     *batch
 	queue    []*batch // closed, not in flight; head goes first
 	inflight []*batch // sent, not answered; in send order
 	paused   bool
+
+	// Idempotent producer state.
+	gen     int   // the producer id generation of its sequences; 0: none yet
+	nextSeq int32 // base sequence of the next batch stamped under gen
+	stamps  int   // batches stamped under gen: the next one's ordinal
+	broken  bool  // a batch of gen left unacknowledged: restart its sequences
 }
 
 // Accumulator batches records per partition and tracks every batch until
@@ -110,6 +138,34 @@ type partition struct {
 // allocates nothing (builders, batch structs and report slices are reused);
 // each closed batch allocates its encoded bytes, and each Complete its
 // Delivery slice.
+//
+// Idempotence (Config.Idempotence), as Kafka's idempotent producer without
+// transactions (RecordAccumulator.drain and TransactionManager):
+//
+//   - Nothing is sent until SetProducerID gives a producer id; NeedProducerID
+//     tells the shell to get one (InitProducerID).
+//   - A batch is stamped with the producer id, epoch and its partition's
+//     next sequence when Ready first hands it out, in partition order;
+//     sequences wrap from math.MaxInt32 to 0, as Kafka's. Retries send the
+//     same bytes, so the leader recognises a batch it already appended.
+//   - A retried batch is sent again only when no earlier batch of its
+//     partition is in flight, so retries go one at a time, in sequence
+//     order, ahead of the batches behind them.
+//   - OUT_OF_ORDER_SEQUENCE_NUMBER is retriable while an earlier batch of
+//     the partition is in flight or waiting to be sent again (see
+//     OutOfOrderSequence); otherwise, like UNKNOWN_PRODUCER_ID and
+//     INVALID_PRODUCER_EPOCH (see ProducerRejected), the batch fails.
+//   - A sent batch that leaves without success (a failure, its delivery
+//     timeout, Abort) leaves its partition's sequence in an unknown state:
+//     if it carried the current producer id, that id is dropped
+//     (NeedProducerID); once a newer id is set, the partition's batches
+//     still outstanding are re-stamped with it, sequences from 0 (new bytes,
+//     new CRC). Other partitions keep their old id for the batches they
+//     already sent, so that the leader can still recognise their retries,
+//     and stamp new batches with the new id once those are answered.
+//   - A new batch is sent only while fewer than MaxInFlight batches of its
+//     partition were stamped since the oldest one still unanswered, so that
+//     a retry always finds its batch among the last 5 the leader remembers.
 //
 // The zero Accumulator is not usable; call NewAccumulator. An Accumulator is
 // not safe for concurrent use: it is owned by the producer actor.
@@ -129,6 +185,13 @@ type Accumulator struct {
 	exhausted bool // an append failed for memory: send every batch now
 
 	broken []brokenBatch // batches that failed to encode, for Expire
+
+	// The producer id, when idempotent.
+	pid      int64
+	epoch    int16
+	gen      int      // counts SetProducerID calls: 0 before the first
+	pidValid bool     // pid and epoch may stamp batches
+	restamps []*batch // restamp's scratch
 
 	freeBatches  []*batch
 	freeBuilders []*record.Builder
@@ -357,6 +420,9 @@ func (a *Accumulator) Flush() {
 // not paused, it hands out queued batches in order while the partition has
 // fewer than MaxInFlight in flight, stopping at a batch still in its retry
 // backoff, so that a retried batch keeps its place ahead of later ones.
+// When idempotent it sends nothing without a producer id, stamps each batch
+// it sends for the first time, and keeps the sequence order (see
+// Accumulator).
 //
 // The returned slice is reused by the next call to Ready; its elements'
 // Bytes and Reports follow the rules of ReadyBatch. Partitions are served in
@@ -370,29 +436,35 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 		if b := p.open; b != nil && (all || !now.Before(b.created.Add(a.cfg.Linger))) {
 			a.close(p)
 		}
-		if p.paused {
+		if p.broken && a.pidValid {
+			a.restamp(p)
+		}
+		if !a.canSend(p) {
 			continue
 		}
 		sent := 0
 		for _, b := range p.queue {
-			if len(p.inflight) >= a.cfg.MaxInFlight || now.Before(b.retryAt) {
+			if len(p.inflight) >= a.cfg.MaxInFlight || now.Before(b.retryAt) || !a.inOrder(p, b) {
 				break
+			}
+			rb := ReadyBatch{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+			if a.cfg.idempotent() {
+				if !b.stamped {
+					a.stamp(p, b)
+				}
+				rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence = b.pid, b.epoch, b.baseSeq
 			}
 			sent++
 			a.nextID++
 			b.id = a.nextID
 			b.attempts++
 			b.sentAt = now
+			b.moot = false
 			a.inflight[b.id] = b
 			p.inflight = append(p.inflight, b)
-			a.ready = append(a.ready, ReadyBatch{
-				ID:             b.id,
-				TopicPartition: p.tp,
-				Bytes:          b.bytes,
-				Records:        len(b.reports),
-				Reports:        b.reports,
-				Attempt:        b.attempts,
-			})
+			rb.ID, rb.TopicPartition, rb.Bytes = b.id, p.tp, b.bytes
+			rb.Records, rb.Reports, rb.Attempt = len(b.reports), b.reports, b.attempts
+			a.ready = append(a.ready, rb)
 		}
 		if sent > 0 {
 			n := copy(p.queue, p.queue[sent:])
@@ -409,8 +481,9 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 // request's timeout. ok is false when nothing is pending on time (the shell
 // then needs no timer until the next Append or result). A deadline may be in
 // the past: the shell should act at once. Time-independent blockers (a full
-// in-flight window, a paused partition) produce no deadline; the events that
-// lift them (Complete, Retry, Resume) are the shell's cue to call Ready.
+// in-flight window, a paused partition, no producer id, an earlier batch in
+// flight) produce no deadline; the events that lift them (Complete, Retry,
+// Resume, SetProducerID) are the shell's cue to call Ready.
 //
 // Cost: O(partitions + batches in flight).
 func (a *Accumulator) NextDeadline() (time.Time, bool) {
@@ -429,11 +502,14 @@ func (a *Accumulator) NextDeadline() (time.Time, bool) {
 			consider(b.created.Add(a.cfg.Linger))
 			consider(b.created.Add(a.cfg.DeliveryTimeout))
 		}
+		if p.broken && a.pidValid {
+			consider(time.Time{}) // Ready re-stamps it now
+		}
 		if len(p.queue) > 0 {
 			// Queues are in creation order, so the head expires first.
 			head := p.queue[0]
 			consider(head.created.Add(a.cfg.DeliveryTimeout))
-			if !p.paused && len(p.inflight) < a.cfg.MaxInFlight {
+			if a.canSend(p) && len(p.inflight) < a.cfg.MaxInFlight && a.inOrder(p, head) {
 				consider(head.retryAt)
 			}
 		}
@@ -446,10 +522,13 @@ func (a *Accumulator) NextDeadline() (time.Time, bool) {
 
 // Complete records the outcome of send id. With err nil the batch was
 // appended at baseOffset: its records get offsets baseOffset+i in order (or
-// -1 each when baseOffset < 0, as for acks=0). With err set the batch failed
-// for good (a non-retriable error; for retriable ones call Retry instead):
-// each record gets an error wrapping err. Either way the batch's memory is
-// freed and a Delivery per record is returned, in record order.
+// -1 each when baseOffset < 0, as for acks=0, or for an idempotent batch
+// the leader reports as DUPLICATE_SEQUENCE_NUMBER). With err set the batch
+// failed for good (a non-retriable error; for retriable ones call Retry
+// instead, for sequence errors OutOfOrderSequence or ProducerRejected):
+// each record gets an error wrapping err, and when idempotent the
+// partition's sequence is lost (see Accumulator). Either way the batch's
+// memory is freed and a Delivery per record is returned, in record order.
 //
 // An id that is not in flight (a late answer to a send that already timed
 // out and was retried or failed, or an unknown id) is ignored: Complete
@@ -460,8 +539,7 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 		return nil
 	}
 	if err != nil {
-		err = fmt.Errorf("producer: produce to %s: %w", b.part.tp, err)
-		return a.fail(nil, b, err)
+		return a.fail(nil, b, a.produceErr(b, err))
 	}
 	out := make([]Delivery, len(b.reports))
 	for i, r := range b.reports {
@@ -475,6 +553,11 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 	return out
 }
 
+// produceErr is the error of b's records when its send failed with err.
+func (a *Accumulator) produceErr(b *batch, err error) error {
+	return fmt.Errorf("producer: produce to %s: %w", b.part.tp, err)
+}
+
 // Retry records that send id failed with a retriable error (cause). If the
 // batch's delivery timeout has not expired at now, it goes back into its
 // partition's queue at its place in creation order (ahead of every later
@@ -483,9 +566,12 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 // with an error wrapping both ErrDeliveryTimeout and cause, returned as
 // Deliveries.
 //
-// Ordering: with MaxInFlight > 1, later batches of the partition may
-// already be in flight and land before the retried one, as in Kafka without
-// idempotence; set MaxInFlight to 1 for strict order.
+// Ordering: when idempotent, the retried batch is sent again before any
+// later batch of its partition (which the leader refuses meanwhile with
+// OUT_OF_ORDER_SEQUENCE_NUMBER: see OutOfOrderSequence). Without
+// idempotence, with MaxInFlight > 1, later batches of the partition may
+// already be in flight and land before the retried one, as in Kafka; set
+// MaxInFlight to 1 for strict order.
 //
 // An id that is not in flight is ignored (Retry returns nil).
 func (a *Accumulator) Retry(id BatchID, now time.Time, cause error) []Delivery {
@@ -545,6 +631,10 @@ func (a *Accumulator) takeInFlight(id BatchID) *batch {
 //   - a batch that could not be encoded fails with the encoding error (this
 //     is not expected to happen; see close).
 //
+// When idempotent, a batch that fails here after having been sent leaves
+// its partition's sequence unknown: the producer id is dropped (see
+// Accumulator).
+//
 // Call it before Ready when the shell wakes up. The returned slice belongs
 // to the caller; it is nil when nothing failed. Cost: O(partitions +
 // batches queued).
@@ -602,7 +692,8 @@ func (a *Accumulator) Resume(tp TopicPartition) {
 // Abort fails every record not yet delivered, open, queued and in flight,
 // with an error wrapping cause (ErrAborted when cause is nil), and returns
 // their Deliveries, per partition in record order. Answers to the aborted
-// sends are then ignored. The Accumulator stays usable. For a producer that
+// sends are then ignored. The Accumulator stays usable (when idempotent,
+// with a new producer id if a sent batch was aborted). For a producer that
 // stops: Flush, wait for the answers, then Abort what is left.
 func (a *Accumulator) Abort(cause error) []Delivery {
 	if cause == nil {
@@ -635,6 +726,9 @@ func (a *Accumulator) Abort(cause error) []Delivery {
 // fail appends a failed Delivery with err for each record of b, which is in
 // no queue or in-flight set any more, to dst and releases b.
 func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
+	if b.stamped {
+		a.seqLost(b)
+	}
 	dst = slices.Grow(dst, len(b.reports))
 	for _, r := range b.reports {
 		dst = append(dst, Delivery{Report: r, TopicPartition: b.part.tp, Offset: -1, Err: err})

@@ -314,7 +314,9 @@ func TestMaxInFlight(t *testing.T) {
 
 func TestRetryKeepsOrderAndBytes(t *testing.T) {
 	errX := errors.New("NOT_LEADER_OR_FOLLOWER")
-	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 2})
+	// Without idempotence retries are pipelined; TestIdempotentRetryOrder
+	// covers the idempotent rules.
+	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 2, Idempotence: IdempotenceOff})
 	for i := 0; i < 3; i++ { // batches A, B, C: one record each
 		mustAppend(t, a, t0, tpA, i, 200)
 	}
@@ -631,7 +633,8 @@ func TestContentsAllCodecs(t *testing.T) {
 				t.Fatalf("%d batches", len(rb))
 			}
 			h, err := record.Validate(rb[0].Bytes)
-			if err != nil || h.Compression() != c || h.RecordCount != int32(len(recs)) || h.BaseOffset != 0 || h.LeaderEpoch != -1 || h.ProducerID != -1 {
+			if err != nil || h.Compression() != c || h.RecordCount != int32(len(recs)) || h.BaseOffset != 0 || h.LeaderEpoch != -1 ||
+				h.ProducerID != testPID || h.ProducerEpoch != 0 || h.BaseSequence != 0 {
 				t.Fatalf("header %+v, %v", h, err)
 			}
 			got := decode(t, rb[0])
@@ -701,10 +704,13 @@ func TestConfig(t *testing.T) {
 	want := Config{
 		BatchSize: DefaultBatchSize, Linger: DefaultLinger, MaxRequestSize: DefaultMaxRequestSize,
 		MaxInFlight: DefaultMaxInFlight, BufferMemory: DefaultBufferMemory, RetryBackoff: DefaultRetryBackoff,
-		DeliveryTimeout: DefaultDeliveryTimeout, RequestTimeout: DefaultRequestTimeout,
+		DeliveryTimeout: DefaultDeliveryTimeout, RequestTimeout: DefaultRequestTimeout, Idempotence: IdempotenceOn,
 	}
 	if got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	if c := newAcc(t, Config{MaxInFlight: MaxInFlightIdempotent + 1}).Config(); c.Idempotence != IdempotenceOff {
+		t.Errorf("default idempotence with max in flight %d: %v, want off", c.MaxInFlight, c.Idempotence)
 	}
 	if c := newAcc(t, Config{Linger: -1, RetryBackoff: -1}).Config(); c.Linger != 0 || c.RetryBackoff != 0 {
 		t.Errorf("negative linger/backoff gave %v, %v; want 0, 0", c.Linger, c.RetryBackoff)
@@ -721,6 +727,8 @@ func TestConfig(t *testing.T) {
 		{"delivery timeout below linger + request timeout", Config{DeliveryTimeout: time.Second}},
 		{"negative request timeout", Config{RequestTimeout: -1}},
 		{"unknown codec", Config{Compression: 7}},
+		{"idempotent with 6 in flight", Config{Idempotence: IdempotenceOn, MaxInFlight: MaxInFlightIdempotent + 1}},
+		{"unknown idempotence", Config{Idempotence: 7}},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

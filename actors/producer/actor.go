@@ -4,7 +4,20 @@
 // the partitions' leader replicas (resolved once from metadata, then
 // messaged directly), retries retriable failures after refreshing
 // metadata, and reports each record's offset or error to its sender (a
-// Delivered message) or callback.
+// Delivered message) or callback. When idempotent (the default) it first
+// gets a producer id (InitProducerID, retried with backoff), and gets a new
+// one whenever the Accumulator reports a partition's sequence lost.
+//
+// ProduceResponse error codes and what the actor does:
+//   - none: the batch is delivered at base_offset;
+//   - DUPLICATE_SEQUENCE_NUMBER: the leader already has the batch but no
+//     longer its offset: delivered with offset -1 (as Kafka);
+//   - OUT_OF_ORDER_SEQUENCE_NUMBER: Accumulator.OutOfOrderSequence (retried
+//     behind an earlier batch, else failed and a new producer id);
+//   - UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH:
+//     Accumulator.ProducerRejected (failed, and a new producer id);
+//   - retriable codes: retried after a metadata refresh;
+//   - any other: the batch's records fail with it.
 //
 // Threading: everything is owned by the actor. Metadata lookups run on
 // goroutines and timers post messages back; neither touches state.
@@ -70,16 +83,33 @@ type Flush struct{}
 // Flushed answers Flush.
 type Flushed struct{}
 
+// Cluster is what the producer actor asks of the cluster besides its
+// produce requests: topic metadata and producer ids. *client.Client
+// implements it; tests pass a fake. Its methods are called on goroutines of
+// their own, never inside the actor.
+type Cluster interface {
+	Metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error)
+	InitProducerID(ctx context.Context) (id int64, epoch int16, err error)
+}
+
 // ActorConfig configures a producer actor.
 type ActorConfig struct {
+	// Client is the connection to the cluster. Required unless Cluster is
+	// set.
 	Client *client.Client
-	// Batching, compression, in-flight and timeout settings.
+	// Cluster answers metadata and producer-id requests (default Client).
+	Cluster Cluster
+	// Batching, compression, in-flight, timeout and idempotence settings.
+	// Idempotence needs Acks ACKS_ALL: with other acks the default
+	// (IdempotenceDefault) is not idempotent, and IdempotenceOn is an
+	// error.
 	Config
 	// Acks: ACKS_NONE, ACKS_LEADER or ACKS_ALL (default ACKS_ALL, as Kafka >= 3.0).
 	Acks messages.Acks
 	// MetadataMaxAge refreshes topic metadata this often (default 5 min).
 	MetadataMaxAge time.Duration
-	Logger         *logrus.Entry
+	// Logger (default the Client's, else logrus.StandardLogger).
+	Logger *logrus.Entry
 }
 
 type (
@@ -89,7 +119,16 @@ type (
 		md    *messages.TopicMetadataResponse
 		err   error
 	}
+	producerIDReply struct {
+		id    int64
+		epoch int16
+		err   error
+	}
 )
+
+// maxProducerIDBackoff caps the wait between InitProducerID attempts
+// (Kafka's retry.backoff.max.ms).
+const maxProducerIDBackoff = time.Second
 
 type topicMeta struct {
 	partitions []*messages.PartitionMetadata
@@ -135,12 +174,21 @@ type producerActor struct {
 	blocked   []*waitingSend // sends refused with ErrBufferFull, retried after completions
 	flushers  []*actor.PID
 	timerAt   time.Time
+	// rpcTimeout bounds one metadata or producer-id request.
+	rpcTimeout time.Duration
+	// pidFetching: an InitProducerID is under way; pidFailures counts
+	// those that failed in a row.
+	pidFetching bool
+	pidFailures int
 }
 
 // ActorProps returns the producer actor's props, or an error for a bad config.
 func ActorProps(cfg ActorConfig) (*actor.Props, error) {
-	if cfg.Client == nil {
+	if cfg.Client == nil && cfg.Cluster == nil {
 		return nil, fmt.Errorf("%w: a client is required", ErrInvalidConfig)
+	}
+	if cfg.Cluster == nil {
+		cfg.Cluster = cfg.Client
 	}
 	if cfg.Acks == messages.Acks_ACKS_UNSPECIFIED {
 		cfg.Acks = messages.Acks_ACKS_ALL
@@ -149,13 +197,32 @@ func ActorProps(cfg ActorConfig) (*actor.Props, error) {
 		cfg.MetadataMaxAge = 5 * time.Minute
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = cfg.Client.Logger()
+		if cfg.Client != nil {
+			cfg.Logger = cfg.Client.Logger()
+		} else {
+			cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+		}
 	}
-	if cfg.RequestTimeout == 0 {
+	if cfg.RequestTimeout == 0 && cfg.Client != nil {
 		cfg.RequestTimeout = cfg.Client.RequestTimeout()
 	}
-	if _, err := NewCore(cfg.Config, nil); err != nil { // validate once; each incarnation builds its own
+	asked := cfg.Idempotence
+	var err error
+	if cfg.Config, err = cfg.Config.withAcks(cfg.Acks == messages.Acks_ACKS_ALL); err != nil {
+		return nil, fmt.Errorf("acks %v: %w", cfg.Acks, err)
+	}
+	core, err := NewCore(cfg.Config, nil) // validate once; each incarnation builds its own
+	if err != nil {
 		return nil, err
+	}
+	eff := core.Accumulator.Config()
+	if asked == IdempotenceDefault && !eff.idempotent() {
+		cfg.Logger.WithFields(logrus.Fields{"acks": cfg.Acks.String(), "max_in_flight": eff.MaxInFlight}).
+			Info("producer: not idempotent: idempotence needs acks=all and at most 5 batches in flight")
+	}
+	rpcTimeout := eff.RequestTimeout
+	if cfg.Client != nil {
+		rpcTimeout = cfg.Client.RequestTimeout()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		c, err := NewCore(cfg.Config, nil)
@@ -163,7 +230,7 @@ func ActorProps(cfg ActorConfig) (*actor.Props, error) {
 			panic(err) // validated above
 		}
 		return &producerActor{cfg: cfg, core: c, logger: cfg.Logger.WithField("component", "producer"),
-			topics: map[string]*topicMeta{}, inflight: map[int64]inflight{}}
+			topics: map[string]*topicMeta{}, inflight: map[int64]inflight{}, rpcTimeout: rpcTimeout}
 	}), nil
 }
 
@@ -188,6 +255,8 @@ func (p *producerActor) Receive(ctx actor.Context) {
 		p.onResponse(ctx, now, msg)
 	case metadataReply:
 		p.onMetadata(ctx, now, msg)
+	case producerIDReply:
+		p.onProducerID(msg)
 	case tick:
 		p.timerAt = time.Time{}
 	case *Flush:
@@ -220,7 +289,7 @@ func (p *producerActor) Receive(ctx actor.Context) {
 				root.Send(self, endpointGone{address: e.Address})
 			}
 		})
-		return
+		// wake, below, asks for a producer id at once when idempotent.
 	case *actor.Stopped:
 		if p.endpoints != nil {
 			ctx.ActorSystem().EventStream.Unsubscribe(p.endpoints)
@@ -274,7 +343,7 @@ func (p *producerActor) fetchMetadata(ctx actor.Context, topic string) {
 		return
 	}
 	tm.fetching = true
-	self, root, cl := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Client
+	self, root, cl, timeout := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Cluster, p.rpcTimeout
 	delay := time.Duration(0)
 	if n := max(tm.failures, tm.leaderless); n > 0 {
 		delay = min(time.Duration(n)*p.core.Accumulator.Config().RetryBackoff, 5*time.Second)
@@ -283,7 +352,7 @@ func (p *producerActor) fetchMetadata(ctx actor.Context, topic string) {
 		if delay > 0 {
 			time.Sleep(delay)
 		}
-		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
+		rctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		md, err := cl.Metadata(rctx, topic)
 		res := metadataReply{topic: topic, err: err}
@@ -361,17 +430,75 @@ func (p *producerActor) onResponse(ctx actor.Context, now time.Time, resp *messa
 		return // answered after it timed out and was retried
 	}
 	delete(p.inflight, resp.CorrelationId)
+	acc := p.core.Accumulator
 	code := resp.ErrorCode
+	cause := code.Err(resp.ErrorMessage)
 	switch {
 	case code == 0:
-		p.deliver(ctx, p.core.Accumulator.Complete(f.id, resp.BaseOffset, nil))
+		p.deliver(ctx, acc.Complete(f.id, resp.BaseOffset, nil))
+	case code == messages.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
+		p.deliver(ctx, acc.Complete(f.id, -1, nil))
+	case code == messages.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
+		p.onSequenceError(ctx, f, code, acc.OutOfOrderSequence(f.id, now, cause))
+	case code == messages.ErrorCode_ERROR_CODE_UNKNOWN_PRODUCER_ID, code == messages.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH:
+		p.onSequenceError(ctx, f, code, acc.ProducerRejected(f.id, now, cause))
 	case code.Retriable():
 		p.logger.WithFields(logrus.Fields{"partition": f.tp.String(), "code": code.ShortName()}).Debug("produce failed; retrying")
-		p.deliver(ctx, p.core.Accumulator.Retry(f.id, now, code.Err(resp.ErrorMessage)))
+		p.deliver(ctx, acc.Retry(f.id, now, cause))
 		p.fetchMetadata(ctx, f.tp.Topic)
 	default:
-		p.deliver(ctx, p.core.Accumulator.Complete(f.id, -1, code.Err(resp.ErrorMessage)))
+		p.deliver(ctx, acc.Complete(f.id, -1, cause))
 	}
+}
+
+// onSequenceError delivers what a sequence error failed (nothing when the
+// batch was retried) and logs it.
+func (p *producerActor) onSequenceError(ctx actor.Context, f inflight, code messages.ErrorCode, ds []Delivery) {
+	fields := logrus.Fields{"partition": f.tp.String(), "code": code.ShortName(), "correlation_id": int64(f.id)}
+	if len(ds) == 0 {
+		p.logger.WithFields(fields).Debug("producer: batch refused behind an earlier one; retrying")
+		return
+	}
+	fields["records"] = len(ds)
+	p.logger.WithFields(fields).Warn("producer: batch refused for its producer id or sequence; its records fail and the producer gets a new id")
+	p.deliver(ctx, ds)
+}
+
+// fetchProducerID asks the cluster for a producer id on a goroutine, after
+// a backoff that doubles with each failure in a row (from RetryBackoff up
+// to maxProducerIDBackoff). The answer comes back as a producerIDReply.
+func (p *producerActor) fetchProducerID(ctx actor.Context) {
+	if p.pidFetching {
+		return
+	}
+	p.pidFetching = true
+	delay := time.Duration(0)
+	if n := p.pidFailures; n > 0 {
+		delay = min(p.core.Accumulator.Config().RetryBackoff<<min(n-1, 16), maxProducerIDBackoff)
+	}
+	self, root, cl, timeout := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Cluster, p.rpcTimeout
+	go func() {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		id, epoch, err := cl.InitProducerID(rctx)
+		root.Send(self, producerIDReply{id: id, epoch: epoch, err: err})
+	}()
+}
+
+// onProducerID installs a new producer id, or leaves wake to try again.
+func (p *producerActor) onProducerID(m producerIDReply) {
+	p.pidFetching = false
+	if m.err != nil {
+		p.pidFailures++
+		p.logger.WithError(m.err).WithField("attempts", p.pidFailures).Warn("producer: getting a producer id failed; retrying")
+		return
+	}
+	p.pidFailures = 0
+	p.core.Accumulator.SetProducerID(m.id, m.epoch)
+	p.logger.WithFields(logrus.Fields{"producer_id": m.id, "epoch": m.epoch}).Debug("producer: got a producer id")
 }
 
 // onDeadLetter handles a request that reached a host where the leader
@@ -447,6 +574,9 @@ func (p *producerActor) wake(ctx actor.Context, now time.Time) {
 		}
 	}
 	p.deliver(ctx, p.core.Accumulator.Expire(now))
+	if p.core.Accumulator.NeedProducerID() {
+		p.fetchProducerID(ctx)
+	}
 	p.sendReady(ctx, now)
 	if len(p.blocked) > 0 && p.core.Accumulator.BufferedBytes() < p.core.Accumulator.Config().BufferMemory/2 {
 		blocked := p.blocked

@@ -18,6 +18,7 @@ func newCore(t testing.TB, cfg Config) *Core {
 	if err != nil {
 		t.Fatalf("NewCore: %v", err)
 	}
+	c.Accumulator.SetProducerID(testPID, 0)
 	return c
 }
 

@@ -28,12 +28,19 @@ var codecs = []record.Compression{
 	record.CompressionLZ4, record.CompressionZstd,
 }
 
+// testPID is the producer id newAcc and newCore give an idempotent
+// Accumulator.
+const testPID = 1000
+
+// newAcc returns an Accumulator with cfg; an idempotent one already has
+// producer id testPID, epoch 0.
 func newAcc(t testing.TB, cfg Config) *Accumulator {
 	t.Helper()
 	a, err := NewAccumulator(cfg)
 	if err != nil {
 		t.Fatalf("NewAccumulator: %v", err)
 	}
+	a.SetProducerID(testPID, 0)
 	return a
 }
 

@@ -4,11 +4,10 @@
 
 // Package producer is the client-side producer of actorlog.
 //
-// This package currently holds the producer's pure core: a state machine
-// with no I/O, no goroutines and no timers of its own (as etcd-io/raft's
-// raft.go). The producer actor (the shell, written separately) owns one Core,
-// feeds it events stamped with the current time and carries out what it
-// returns:
+// The producer's pure core is a state machine with no I/O, no goroutines
+// and no timers of its own (as etcd-io/raft's raft.go). The producer actor
+// (the shell, actor.go) owns one Core, feeds it events stamped with the
+// current time and carries out what it returns:
 //
 //	// An app's record arrives:
 //	tp, res, err := core.Send(now, topic, numPartitions, producer.AnyPartition, rec, replyTo)
@@ -18,12 +17,15 @@
 //
 //	// Whenever the shell wakes up (after Send, a response, or its timer):
 //	for _, d := range core.Accumulator.Expire(now) { reply(d) }
+//	if core.Accumulator.NeedProducerID() { ask InitProducerID; on its answer SetProducerID(id, epoch) }
 //	for _, b := range core.Accumulator.Ready(now) { send ProduceRequest{b.Bytes, correlation_id: int64(b.ID)} to b.TopicPartition's leader }
 //	if at, ok := core.Accumulator.NextDeadline(); ok { schedule a tick message to self at `at` }
 //
 //	// A ProduceResponse arrives:
 //	//   success:         deliveries := Complete(id, baseOffset, nil)
 //	//   retriable error: deliveries := Retry(id, now, err)  (usually nil: requeued)
+//	//   OUT_OF_ORDER_SEQUENCE_NUMBER: deliveries := OutOfOrderSequence(id, now, err)
+//	//   UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH: deliveries := ProducerRejected(id, now, err)
 //	//   other error:     deliveries := Complete(id, -1, err)
 //	// then reply to each Delivery.Report, and wake up as above.
 //
@@ -70,7 +72,49 @@ const (
 	DefaultDeliveryTimeout = 2 * time.Minute
 	// DefaultRequestTimeout is Kafka's request.timeout.ms: 30 seconds.
 	DefaultRequestTimeout = 30 * time.Second
+	// MaxInFlightIdempotent is the largest MaxInFlight an idempotent
+	// producer allows, as Kafka: a leader remembers a producer's last 5
+	// batches per partition, so a retry of any batch in flight is still
+	// recognised as a duplicate.
+	MaxInFlightIdempotent = 5
 )
+
+// Idempotence says whether a producer is idempotent (Kafka's
+// enable.idempotence): every batch carries the producer id, epoch and a
+// per-partition sequence, so that a partition leader appends a retried
+// batch once and refuses one that would leave a gap. The zero value is
+// IdempotenceDefault.
+type Idempotence int8
+
+const (
+	// IdempotenceDefault is idempotent unless the rest of the
+	// configuration conflicts (MaxInFlight above MaxInFlightIdempotent,
+	// or acks other than all), in which case the producer is not
+	// idempotent, as Kafka >= 3.2 does when enable.idempotence is left
+	// unset.
+	IdempotenceDefault Idempotence = iota
+	// IdempotenceOn is idempotent; a conflicting configuration is an
+	// error wrapping ErrInvalidConfig (Kafka's enable.idempotence=true
+	// set explicitly).
+	IdempotenceOn
+	// IdempotenceOff is not idempotent: batches carry no producer id, and
+	// a retried batch can be appended twice or (with MaxInFlight above 1)
+	// after a later batch.
+	IdempotenceOff
+)
+
+// String returns "default", "on" or "off".
+func (i Idempotence) String() string {
+	switch i {
+	case IdempotenceDefault:
+		return "default"
+	case IdempotenceOn:
+		return "on"
+	case IdempotenceOff:
+		return "off"
+	}
+	return "Idempotence(" + strconv.Itoa(int(i)) + ")"
+}
 
 // AnyPartition passed as the explicit partition means "none: let the
 // partitioner choose".
@@ -143,11 +187,18 @@ type Config struct {
 	// transport's message limit (DESIGN §8). Default DefaultMaxRequestSize.
 	MaxRequestSize int
 	// MaxInFlight is how many batches of one partition may be sent and not
-	// yet answered. Default DefaultMaxInFlight. With more than one in
-	// flight, a failed and retried batch can land after a later batch of
-	// the same partition (this producer is not idempotent): set 1 for
-	// strict per-partition order under retries.
+	// yet answered. Default DefaultMaxInFlight; at most
+	// MaxInFlightIdempotent when idempotent. An idempotent producer keeps
+	// per-partition order under retries with any MaxInFlight; without
+	// idempotence, a failed and retried batch can land after a later
+	// batch of the same partition when more than one is in flight: set 1
+	// for strict order then.
 	MaxInFlight int
+	// Idempotence: see Idempotence. Default IdempotenceDefault, which is
+	// idempotent unless MaxInFlight exceeds MaxInFlightIdempotent (or the
+	// actor's acks are not all). An idempotent Accumulator sends nothing
+	// until it has a producer id (see Accumulator.SetProducerID).
+	Idempotence Idempotence
 	// BufferMemory bounds the bytes buffered (appended and not yet
 	// completed, counted uncompressed): an append beyond it fails with
 	// ErrBufferFull. Default DefaultBufferMemory; at least MaxRequestSize.
@@ -200,8 +251,34 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.Idempotence == IdempotenceDefault {
+		c.Idempotence = IdempotenceOn
+		if c.MaxInFlight > MaxInFlightIdempotent {
+			c.Idempotence = IdempotenceOff
+		}
+	}
 	return c
 }
+
+// withAcks settles Idempotence for a producer whose acks are all
+// (acksAll) or not: idempotence needs acks=all, so IdempotenceDefault
+// becomes IdempotenceOff without it, and IdempotenceOn fails with an error
+// wrapping ErrInvalidConfig.
+func (c Config) withAcks(acksAll bool) (Config, error) {
+	if acksAll {
+		return c, nil
+	}
+	switch c.Idempotence {
+	case IdempotenceOn:
+		return c, fmt.Errorf("%w: an idempotent producer needs acks=all", ErrInvalidConfig)
+	case IdempotenceDefault:
+		c.Idempotence = IdempotenceOff
+	}
+	return c, nil
+}
+
+// idempotent reports whether c, defaults filled in, is idempotent.
+func (c Config) idempotent() bool { return c.Idempotence == IdempotenceOn }
 
 // validate checks a Config whose defaults are filled in. Errors wrap
 // ErrInvalidConfig.
@@ -220,6 +297,10 @@ func (c Config) validate() error {
 		return bad("buffer memory %d is below max request size %d", c.BufferMemory, c.MaxRequestSize)
 	case c.MaxInFlight < 0:
 		return bad("max in flight %d is negative", c.MaxInFlight)
+	case c.Idempotence < IdempotenceDefault || c.Idempotence > IdempotenceOff:
+		return bad("idempotence %v is not default, on or off", c.Idempotence)
+	case c.idempotent() && c.MaxInFlight > MaxInFlightIdempotent:
+		return bad("max in flight %d exceeds %d, the most an idempotent producer allows", c.MaxInFlight, MaxInFlightIdempotent)
 	case c.RequestTimeout < 0:
 		return bad("request timeout %v is negative", c.RequestTimeout)
 	case c.DeliveryTimeout < c.Linger+c.RequestTimeout:

@@ -1,0 +1,298 @@
+// This file tests the producer actor against fake partition leaders (actors
+// around fakeLog) and a fake Cluster: an idempotent producer whose answers
+// are lost, delayed and reordered, or refused, appends every record exactly
+// once and in order; a fenced producer id fails one batch and the producer
+// goes on under a new id.
+
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// fakeCluster serves metadata for one topic led by fake leader actors, and
+// producer ids 1, 2, ..., failing the first failIDs requests.
+type fakeCluster struct {
+	topic   string
+	leaders []*actor.PID
+	failIDs int
+
+	mu      sync.Mutex
+	idCalls int
+	ids     int64
+}
+
+func (c *fakeCluster) Metadata(_ context.Context, topics ...string) (*messages.MetadataResponse, error) {
+	tm := &messages.TopicMetadataResponse{Name: c.topic}
+	for i, pid := range c.leaders {
+		tm.Partitions = append(tm.Partitions, &messages.PartitionMetadata{
+			Partition: int32(i), LeaderAddress: pid.Address, ReplicaActorId: pid.Id,
+		})
+	}
+	if len(topics) != 1 || topics[0] != c.topic {
+		tm = &messages.TopicMetadataResponse{Name: fmt.Sprint(topics), ErrorCode: messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION}
+	}
+	return &messages.MetadataResponse{Topics: []*messages.TopicMetadataResponse{tm}}, nil
+}
+
+func (c *fakeCluster) InitProducerID(context.Context) (int64, int16, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idCalls++
+	if c.idCalls <= c.failIDs {
+		return -1, -1, messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT.Err("fake: no id yet")
+	}
+	c.ids++
+	return c.ids, 0, nil
+}
+
+func (c *fakeCluster) calls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idCalls
+}
+
+// leaderFaults says how a fake leader misbehaves; probabilities in percent.
+type leaderFaults struct {
+	seed uint64
+	// lose: the batch is appended and the answer lost.
+	lose int
+	// delay: the answer comes up to 30ms late, perhaps after later ones.
+	delay int
+	// refuse: NOT_LEADER_OR_FOLLOWER without appending; only once the
+	// leader knows the producer id (a new id accepts any sequence, so a
+	// refused first batch could be overtaken).
+	refuse int
+	// notAcked: appended, answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+	notAcked int
+	// fenceAfter: batches of producer id 1 are refused with
+	// INVALID_PRODUCER_EPOCH once this many were appended (0: never).
+	fenceAfter int
+}
+
+// getLog asks a fake leader for a copy of its log's values.
+type getLog struct{}
+
+// fakeLeader is a partition leader actor around a fakeLog.
+type fakeLeader struct {
+	t      testing.TB
+	log    *fakeLog
+	faults leaderFaults
+	rnd    *rand.Rand
+	fenced int // batches of producer id 1 appended
+}
+
+func (l *fakeLeader) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *messages.ProduceRequest:
+		l.onProduce(ctx, msg)
+	case getLog:
+		ctx.Respond(append([]string(nil), l.log.values...))
+	}
+}
+
+func (l *fakeLeader) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
+	resp := &messages.ProduceResponse{CorrelationId: req.CorrelationId, Topic: req.Topic, Partition: req.Partition, BaseOffset: -1}
+	pid := int64(-1)
+	if h, err := record.ParseHeader(req.Records); err == nil {
+		pid = h.ProducerID
+	}
+	f := l.faults
+	roll := l.rnd.IntN(100)
+	switch {
+	case f.fenceAfter > 0 && pid == 1 && l.fenced >= f.fenceAfter:
+		resp.ErrorCode = messages.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH
+	case roll < f.refuse && l.log.producers[pid] != nil:
+		resp.ErrorCode = messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	default:
+		resp.ErrorCode, resp.BaseOffset = l.log.produce(l.t, req.Records)
+		if resp.ErrorCode == 0 && pid == 1 {
+			l.fenced++
+		}
+		if resp.ErrorCode == 0 && roll >= f.refuse && roll < f.refuse+f.notAcked {
+			resp.ErrorCode, resp.BaseOffset = messages.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
+		}
+	}
+	roll = l.rnd.IntN(100)
+	switch sender := ctx.Sender(); {
+	case roll < f.lose:
+	case roll < f.lose+f.delay:
+		root := ctx.ActorSystem().Root
+		time.AfterFunc(time.Duration(l.rnd.IntN(30))*time.Millisecond, func() { root.Send(sender, resp) })
+	default:
+		ctx.Respond(resp)
+	}
+}
+
+// actorHarness is an actor system with fake leaders for topic "t" and a
+// producer actor.
+type actorHarness struct {
+	system   *actor.ActorSystem
+	cluster  *fakeCluster
+	producer *actor.PID
+}
+
+func newActorHarness(t *testing.T, partitions int, faults leaderFaults, failIDs int, cfg Config) *actorHarness {
+	t.Helper()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(system.Shutdown)
+	h := &actorHarness{system: system, cluster: &fakeCluster{topic: "t", failIDs: failIDs}}
+	for i := 0; i < partitions; i++ {
+		f := faults
+		l := &fakeLeader{t: t, log: newFakeLog(), faults: f, rnd: rand.New(rand.NewPCG(f.seed, uint64(i)))}
+		h.cluster.leaders = append(h.cluster.leaders, system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return l })))
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	props, err := ActorProps(ActorConfig{Cluster: h.cluster, Config: cfg, Logger: logrus.NewEntry(quiet)})
+	if err != nil {
+		t.Fatalf("ActorProps: %v", err)
+	}
+	h.producer = system.Root.Spawn(props)
+	t.Cleanup(func() { system.Root.Stop(h.producer) })
+	return h
+}
+
+// produce sends n records to each partition, value "p<partition>-<i>", in
+// chunks of SendMany, and waits for every delivery. It returns the
+// deliveries by value.
+func (h *actorHarness) produce(t *testing.T, partitions, n int) map[string][]Delivered {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string][]Delivered{}
+	total := 0
+	cb := func(value string) func(Delivered) {
+		return func(d Delivered) {
+			mu.Lock()
+			got[value] = append(got[value], d)
+			total++
+			mu.Unlock()
+		}
+	}
+	for i := 0; i < n; i += 25 {
+		var recs []Send
+		for j := i; j < min(i+25, n); j++ {
+			for p := 0; p < partitions; p++ {
+				v := fmt.Sprintf("p%d-%04d", p, j)
+				recs = append(recs, Send{Topic: "t", Partition: int32(p), Value: []byte(v), Callback: cb(v)})
+			}
+		}
+		for k := range recs { // one a message: a SendMany has one callback
+			h.system.Root.Send(h.producer, &recs[k])
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clustertest.WaitFor(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if total < partitions*n {
+			return fmt.Errorf("%d of %d records delivered", total, partitions*n)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
+// logs returns each fake leader's log values.
+func (h *actorHarness) logs(t *testing.T) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, l := range h.cluster.leaders {
+		res, err := h.system.Root.RequestFuture(l, getLog{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatalf("getLog: %v", err)
+		}
+		out = append(out, res.([]string))
+	}
+	return out
+}
+
+func TestActorIdempotentExactlyOnce(t *testing.T) {
+	const partitions, n = 2, 300
+	faults := leaderFaults{seed: 7, lose: 5, delay: 10, refuse: 5, notAcked: 5}
+	h := newActorHarness(t, partitions, faults, 2, Config{
+		BatchSize: 300, Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond,
+		RequestTimeout: 300 * time.Millisecond, DeliveryTimeout: time.Minute,
+	})
+	got := h.produce(t, partitions, n)
+	logs := h.logs(t)
+	for p := 0; p < partitions; p++ {
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprintf("p%d-%04d", p, i)
+		}
+		l := &fakeLog{values: logs[p]}
+		l.checkExactlyOnce(t, fmt.Sprint("partition ", p), want)
+		for _, v := range want {
+			ds := got[v]
+			if len(ds) != 1 || ds[0].Err != nil || ds[0].Partition != int32(p) {
+				t.Fatalf("record %s: deliveries %+v", v, ds)
+			}
+			if off := ds[0].Offset; off < 0 || off >= int64(len(logs[p])) || logs[p][off] != v {
+				t.Fatalf("record %s delivered at offset %d, which does not hold it", v, off)
+			}
+		}
+	}
+	if c := h.cluster.calls(); c != 3 {
+		t.Errorf("InitProducerID called %d times, want 3 (two failures, then an id)", c)
+	}
+}
+
+func TestActorNewProducerIDAfterFencing(t *testing.T) {
+	const n = 200
+	h := newActorHarness(t, 1, leaderFaults{seed: 1, fenceAfter: 3}, 0, Config{
+		BatchSize: 300, Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond,
+		RequestTimeout: time.Second, DeliveryTimeout: time.Minute,
+	})
+	got := h.produce(t, 1, n)
+	var failed, ok []string
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("p0-%04d", i)
+		ds := got[v]
+		switch {
+		case len(ds) != 1:
+			t.Fatalf("record %s: %d deliveries", v, len(ds))
+		case ds[0].Err == nil:
+			ok = append(ok, v)
+		case errors.Is(ds[0].Err, &messages.Error{Code: messages.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH}):
+			failed = append(failed, v)
+		default:
+			t.Fatalf("record %s: %v", v, ds[0].Err)
+		}
+	}
+	if len(failed) == 0 {
+		t.Fatal("no record failed: the leader never fenced the producer")
+	}
+	// The failed records are one batch: consecutive.
+	first := 0
+	fmt.Sscanf(failed[0], "p0-%d", &first)
+	for i, v := range failed {
+		if want := fmt.Sprintf("p0-%04d", first+i); v != want {
+			t.Fatalf("failed records %v are not one run", failed)
+		}
+	}
+	l := &fakeLog{values: h.logs(t)[0]}
+	l.checkExactlyOnce(t, "partition 0", ok)
+	if c := h.cluster.calls(); c != 2 {
+		t.Errorf("InitProducerID called %d times, want 2", c)
+	}
+}
