@@ -627,6 +627,14 @@ func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
 		p.fetchMetadata(ctx, b.TopicPartition.Topic)
 		return
 	}
+	if p.cfg.Client != nil && !p.cfg.Client.HostUp(leader.Address) {
+		// The leader's host is gone (its connection was lost and it does
+		// not accept new ones): a request would wait out protoactor's
+		// connection retries. Wait for the metadata to name a new leader.
+		p.deliver(ctx, p.core.Accumulator.Retry(b.ID, now, messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE.Err("the leader's host "+leader.Address+" is down")))
+		p.fetchMetadata(ctx, b.TopicPartition.Topic)
+		return
+	}
 	req := &messages.ProduceRequest{
 		Topic: b.TopicPartition.Topic, Partition: b.TopicPartition.Partition, Acks: p.cfg.Acks,
 		TimeoutMs: int32(p.core.Accumulator.Config().RequestTimeout.Milliseconds()), Records: b.Bytes,
