@@ -23,7 +23,7 @@ import (
 
 func newPerfCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "perf", Short: "Measure produce and consume throughput"}
-	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g))
+	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g), newVerifiableProduceCmd(g))
 	return cmd
 }
 
