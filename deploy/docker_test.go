@@ -2,9 +2,11 @@
 // Docker. It builds the image with deploy/build-image.sh, brings the cluster
 // up under a unique compose project, and drives it with the CLI run inside
 // the host containers (the image is FROM scratch: `docker exec <c> /actorlog
-// ...`, no shell). Scenario A kills the controller's container and starts it
-// again; scenario B disconnects the controller's container from the compose
-// network and reconnects it.
+// ...`, no shell). Its sub-tests, in order: KillController kills the
+// controller's container and starts it again; CutController disconnects the
+// controller's container from the compose network and reconnects it;
+// Replication (replication_docker_test.go) cuts the leader of a replicated
+// partition off the network under an acks=all producer and checks the log.
 //
 // Skipped when Docker or Compose is missing, and with -short.
 
@@ -457,9 +459,11 @@ func TestDockerCluster(t *testing.T) {
 	buildImage(t)
 	c := startCluster(t, compose)
 	testStart := time.Now()
+	defer func() {
+		t.Logf("scenarios took %v after the image build", time.Since(testStart).Round(time.Millisecond))
+	}()
 
 	v, took := c.waitHealthy("host1", 2*time.Minute, "cluster formed")
-	ctrl, _ := v.controller()
 	t.Logf("cluster formed %v after up: %v", took.Round(time.Millisecond), v)
 
 	// /healthz and /metrics are published (here on Docker-assigned ports).
@@ -479,8 +483,8 @@ func TestDockerCluster(t *testing.T) {
 		}
 	}
 
-	// Scenario A: a topic, records through one host and back through
-	// another; then the controller's container is killed and started.
+	// A topic, records through one host and back through another; the
+	// scenarios check that they survive.
 	c.mustCLI("host2", "", "topics", "create", "events", "--partitions", "6")
 	var want []string
 	var in strings.Builder
@@ -498,6 +502,37 @@ func TestDockerCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Each scenario leaves the cluster healthy for the next, except the
+	// last, which stops it to compare the replicas' logs; one that fails
+	// ends the test. -run 'TestDockerCluster/Replication' runs one alone.
+	for _, sc := range []struct {
+		name string
+		run  func(*cluster)
+	}{
+		{"KillController", func(c *cluster) { killControllerScenario(c, want) }},
+		{"CutController", func(c *cluster) { cutControllerScenario(c, want) }},
+		{"Replication", replicationCutScenario},
+	} {
+		if !t.Run(sc.name, func(t *testing.T) { sc.run(c.withT(t)) }) {
+			return
+		}
+	}
+}
+
+// withT returns a copy of c that reports to t (a sub-test's).
+func (c *cluster) withT(t *testing.T) *cluster {
+	cc := *c
+	cc.t = t
+	return &cc
+}
+
+// killControllerScenario kills the controller's container and starts it
+// again: another controller is elected, the killed host rejoins, and want
+// (the records of topic events) is still readable.
+func killControllerScenario(c *cluster, want []string) {
+	t := c.t
+	v, _ := c.waitHealthy("host1", time.Minute, "cluster healthy before the kill")
+	ctrl, _ := v.controller()
 	victim := ctrl.name
 	survivor := other(victim)
 	c.docker("kill", c.ids[victim])
@@ -520,14 +555,15 @@ func TestDockerCluster(t *testing.T) {
 	if out := c.mustCLI(victim, "", "topics", "list"); !strings.Contains(out, "events") || !strings.Contains(out, "after-kill") {
 		t.Fatalf("topics list through the restarted %s: %q", victim, out)
 	}
+}
 
-	// Scenario B: the controller's container loses the network. The
-	// majority elects another controller and sees the cut host down; the
-	// cut host loses its lease and fences itself.
-	v, err = c.describe(survivor)
-	if err != nil {
-		t.Fatal(err)
-	}
+// cutControllerScenario disconnects the controller's container from the
+// network and reconnects it. The majority elects another controller and
+// sees the cut host down; the cut host loses its lease and fences itself,
+// then rejoins with a new broker epoch.
+func cutControllerScenario(c *cluster, want []string) {
+	t := c.t
+	v, _ := c.waitHealthy("host1", time.Minute, "cluster healthy before the cut")
 	ctrl, ok := v.controller()
 	if !ok {
 		t.Fatalf("no controller before the cut: %v", v)
@@ -589,7 +625,6 @@ func TestDockerCluster(t *testing.T) {
 		}
 		return sameRecords(got, want)
 	})
-	t.Logf("scenarios took %v after the image build", time.Since(testStart).Round(time.Millisecond))
 }
 
 // containerLogs returns a container's output (stdout and stderr) since a
