@@ -75,6 +75,12 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
 	// not caught up for this long leaves the ISR (default 30 s, as Kafka).
 	ReplicaLagTimeMax time.Duration
+	// LeaderImbalanceCheckInterval is how often this host's controller,
+	// while elected, moves leadership back to preferred replicas where a
+	// host's imbalance exceeds 10 % (Kafka's
+	// leader.imbalance.check.interval.seconds with
+	// auto.leader.rebalance.enable=true; default 300 s).
+	LeaderImbalanceCheckInterval time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
@@ -304,6 +310,7 @@ func (h *Host) start(ctx context.Context) error {
 	// and place a new activation (that cost 4-5 s more per failover).
 	ctrl, err := h.system.Root.SpawnNamed(controller.Props(controller.Config{
 		HostID: h.hostID.Load(), Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
+		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
 	}), messages.ControllerActorID)
 	if err != nil {
 		return fmt.Errorf("host: spawn controller: %w", err)

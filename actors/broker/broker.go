@@ -1,8 +1,9 @@
 // Package broker is the per-host broker actor. It follows the cluster
 // metadata in etcd (topics and hosts, written by the controller), keeps a
 // cache of it to answer clients' metadata requests, spawns and stops the
-// partition replica actors this host leads, deletes the logs of deleted
-// topics, and forwards admin requests to the controller.
+// partition replica actors this host leads or follows, deletes the logs of
+// deleted topics and of partitions reassigned away from this host, and
+// forwards admin requests to the controller.
 //
 // Threading: the metadata watch runs on its own goroutine and only posts
 // events to the actor's mailbox; every field is owned by the actor.
@@ -24,6 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -157,7 +159,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.describeCluster(ctx, msg)
 	case *messages.InitProducerIdRequest:
 		b.initProducerID(ctx, msg)
-	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
+	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,
+		*messages.ElectLeadersRequest, *messages.ReassignPartitionsRequest:
 		b.forwardAdmin(ctx, msg.(proto.Message))
 	case *actor.Stopping:
 		if b.cancel != nil {
@@ -255,12 +258,58 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 }
 
 func (b *Broker) onTopicChanged(ctx actor.Context, m topicChanged) {
+	old := b.topics[m.name]
 	if m.topic == nil {
 		delete(b.topics, m.name)
 	} else {
 		b.topics[m.name] = m.topic
 	}
 	b.reconcile(ctx)
+	if old != nil && m.topic != nil && old.TopicId == m.topic.TopicId {
+		b.removeLeftPartitions(old, m.topic)
+	}
+}
+
+// removeLeftPartitions deletes the logs of partitions of t that this host
+// was a replica of in old but is not in t (reassigned away) and that run
+// no replica here (one that runs is removed when it has stopped). Called
+// after reconcile.
+func (b *Broker) removeLeftPartitions(old, t *messages.TopicMetadata) {
+	for i, p := range t.Partitions {
+		key := tp{t.Name, p.Partition}
+		if i >= len(old.Partitions) || !slices.Contains(old.Partitions[i].Replicas, b.cfg.HostID) || slices.Contains(p.Replicas, b.cfg.HostID) {
+			continue
+		}
+		if _, running := b.replicas[key]; running || b.stopping[key] {
+			continue
+		}
+		b.removePartitionDir(key, t.TopicId, "reassigned away from this host")
+	}
+}
+
+// removePartitionDir deletes the log directory of key if it belongs to
+// topicID (empty: whichever topic it belongs to).
+func (b *Broker) removePartitionDir(key tp, topicID, why string) {
+	dir := b.partitionDir(key)
+	log := b.logger.WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition, "dir": dir, "reason": why})
+	if topicID != "" {
+		raw, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			log.WithError(err).Warn("cannot read the partition directory's topic id; left in place")
+			return
+		}
+		if strings.TrimSpace(string(raw)) != "topic_id: "+topicID {
+			return
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		log.WithError(err).Error("cannot remove partition's log")
+		return
+	}
+	log.Info("removed partition's log")
 }
 
 func (b *Broker) onHostChanged(ctx actor.Context, m hostChanged) {
@@ -317,10 +366,25 @@ func (b *Broker) reconcile(ctx actor.Context) {
 	}
 	for key := range b.replicas {
 		if !want[key] && !b.stopping[key] {
-			_, exists := b.topics[key.topic]
-			b.stopReplica(ctx, key, !exists)
+			b.stopReplica(ctx, key, b.notHosted(key))
 		}
 	}
+}
+
+// notHosted reports whether this host holds no replica of key by the
+// metadata: the topic is gone, or the partition's replicas (after a
+// reassignment) leave this host out. Its log is then deleted.
+func (b *Broker) notHosted(key tp) bool {
+	t, ok := b.topics[key.topic]
+	if !ok {
+		return true
+	}
+	for _, p := range t.Partitions {
+		if p.Partition == key.partition {
+			return !slices.Contains(p.Replicas, b.cfg.HostID)
+		}
+	}
+	return true
 }
 
 // shouldRun reports whether this host runs a replica of p: as its leader,
@@ -432,13 +496,10 @@ func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 func (b *Broker) onReplicaStopped(ctx actor.Context, m replicaStopped) {
 	delete(b.replicas, m.key)
 	delete(b.stopping, m.key)
-	if m.remove {
-		dir := b.partitionDir(m.key)
-		if err := os.RemoveAll(dir); err != nil {
-			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove deleted partition's log")
-		} else {
-			b.logger.WithFields(logrus.Fields{"topic": m.key.topic, "partition": m.key.partition}).Info("removed deleted partition's log")
-		}
+	// The metadata may have moved on while the replica stopped (e.g. a
+	// restart for a new leader epoch, then a reassignment away from here).
+	if m.remove || b.notHosted(m.key) {
+		b.removePartitionDir(m.key, "", "topic deleted or partition reassigned away")
 	}
 	b.reconcile(ctx)
 }
@@ -464,25 +525,40 @@ func (b *Broker) removeStrayDirs() {
 			continue // not a partition directory of ours
 		}
 		id := strings.TrimPrefix(strings.TrimSpace(string(raw)), "topic_id: ")
-		if b.topicIDExists(id) {
-			continue
+		why := "topic deleted"
+		if t := b.topicByID(id); t != nil {
+			key, ok := partitionOfDir(t, e.Name())
+			if !ok || !b.notHosted(key) {
+				continue
+			}
+			why = "partition reassigned away from this host"
 		}
 		dir := filepath.Join(b.cfg.DataDir, e.Name())
 		if err := os.RemoveAll(dir); err != nil {
 			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove stray partition directory")
 			continue
 		}
-		b.logger.WithField("dir", dir).Info("removed partition directory of a deleted topic")
+		b.logger.WithFields(logrus.Fields{"dir": dir, "reason": why}).Info("removed stray partition directory")
 	}
 }
 
-func (b *Broker) topicIDExists(id string) bool {
+func (b *Broker) topicByID(id string) *messages.TopicMetadata {
 	for _, t := range b.topics {
 		if t.TopicId == id {
-			return true
+			return t
 		}
 	}
-	return false
+	return nil
+}
+
+// partitionOfDir returns the partition of t whose directory is named dir
+// ("<topic>-<partition>").
+func partitionOfDir(t *messages.TopicMetadata, dir string) (tp, bool) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(dir, t.Name+"-"), 10, 32)
+	if err != nil || !strings.HasPrefix(dir, t.Name+"-") {
+		return tp{}, false
+	}
+	return tp{t.Name, int32(n)}, true
 }
 
 func (b *Broker) onDrain(ctx actor.Context) {
@@ -541,6 +617,7 @@ func (b *Broker) metadata(req *messages.MetadataRequest) *messages.MetadataRespo
 			pm := &messages.PartitionMetadata{
 				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, Isr: p.Isr, ReplicaActorId: messages.ReplicaActorID(name, p.Partition),
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 			}
 			if h, ok := b.hosts[p.Leader]; ok {
 				pm.LeaderAddress = h.AdvertisedAddress
@@ -621,7 +698,7 @@ func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
 	root, resolve, timeout := ctx.ActorSystem().Root, b.cfg.Controller, b.cfg.AdminTimeout
 	go func() {
 		fail := func(code messages.ErrorCode, text string) {
-			root.Send(sender, &messages.AdminResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text})
+			root.Send(sender, controller.ErrorReply(msg, corr, code, text))
 		}
 		var pid *actor.PID
 		if resolve != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/actors/controller"
+	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/clustertest"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
@@ -37,42 +38,59 @@ func request[T any](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, msg an
 	return v, nil
 }
 
-func TestOfflinePartitionKeepsItsData(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	r1 := clustertest.Register(t, s, 1, 17101)
-	clustertest.Register(t, s, 2, 17102)
-	dataDir := t.TempDir()
-	logger := clustertest.Logger(t)
+// host1 is a test host with id 1 at addr: a controller and a broker
+// (over a new data directory) in one actor system, all stopped at cleanup.
+type host1 struct {
+	sys       *actor.ActorSystem
+	ctrl, brk *actor.PID
+	dataDir   string
+}
 
-	sys := actor.NewActorSystem()
-	t.Cleanup(sys.Shutdown)
-	ctrl := sys.Root.Spawn(controller.Props(controller.Config{HostID: 1, Store: s, RequestTimeout: timeout, Logger: logger}))
-	brk, err := sys.Root.SpawnNamed(broker.Props(broker.Config{
-		HostID: 1, Address: "127.0.0.1:17101", DataDir: dataDir, Store: s, Logger: logger,
-		Controller: func() *actor.PID { return ctrl },
+func startHost1(t *testing.T, s *cluster.Store, addr string) host1 {
+	t.Helper()
+	h := host1{sys: actor.NewActorSystem(), dataDir: t.TempDir()}
+	logger := clustertest.Logger(t)
+	t.Cleanup(h.sys.Shutdown)
+	h.ctrl = h.sys.Root.Spawn(controller.Props(controller.Config{HostID: 1, Store: s, RequestTimeout: timeout, Logger: logger}))
+	var err error
+	h.brk, err = h.sys.Root.SpawnNamed(broker.Props(broker.Config{
+		HostID: 1, Address: addr, DataDir: h.dataDir, Store: s, Logger: logger,
+		Controller: func() *actor.PID { return h.ctrl },
 	}), messages.BrokerActorID)
 	if err != nil {
 		t.Fatalf("spawn broker: %v", err)
 	}
 	t.Cleanup(func() {
-		for _, pid := range []*actor.PID{brk, ctrl} {
-			if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		for _, pid := range []*actor.PID{h.brk, h.ctrl} {
+			if err := h.sys.Root.StopFuture(pid).Wait(); err != nil {
 				t.Errorf("stop %v: %v", pid, err)
 			}
 		}
 	})
+	return h
+}
 
-	// Create the topic through the broker, once a controller is elected.
-	topic := clustertest.CreateTopic(t, sys, brk, &messages.CreateTopicRequest{Name: "events", Partitions: 2, ReplicationFactor: 1})
-	var part int32 = -1
+// partitionOn1 creates topic "events" (2 partitions, RF=1) through the
+// broker, once a controller is elected, and returns a partition on host 1.
+func (h host1) partitionOn1(t *testing.T) int32 {
+	t.Helper()
+	topic := clustertest.CreateTopic(t, h.sys, h.brk, &messages.CreateTopicRequest{Name: "events", Partitions: 2, ReplicationFactor: 1})
 	for _, p := range topic.Partitions {
 		if p.Replicas[0] == 1 {
-			part = p.Partition
+			return p.Partition
 		}
 	}
-	if part < 0 {
-		t.Fatalf("no partition on host 1: %v", topic.Partitions)
-	}
+	t.Fatalf("no partition on host 1: %v", topic.Partitions)
+	return -1
+}
+
+func TestOfflinePartitionKeepsItsData(t *testing.T) {
+	s, _ := clustertest.NewStore(t)
+	r1 := clustertest.Register(t, s, 1, 17101)
+	clustertest.Register(t, s, 2, 17102)
+	h := startHost1(t, s, "127.0.0.1:17101")
+	sys, brk, dataDir := h.sys, h.brk, h.dataDir
+	part := h.partitionOn1(t)
 	replicaID := messages.ReplicaActorID("events", part)
 	replicaPID := actor.NewPID(sys.Address(), replicaID)
 

@@ -80,14 +80,21 @@ func preferredLeadersMoved(t *testing.T, s *cluster.Store, sys *actor.ActorSyste
 	leaders(t, s, "events", away)
 	register(t, s, 1)
 	// The ISR does not take host 1 back by itself here (no leader replica
-	// runs to propose it): put it back as a leader's proposal would.
+	// runs to propose it): put it back as a leader's proposal would, once
+	// the controller has seen host 1 return (INELIGIBLE_REPLICA until then).
 	for _, p := range created.Partitions {
-		cur := leaders(t, s, "events", nil).Partitions[p.Partition]
-		res := ask[*messages.AlterPartitionResponse](t, sys, pid, &messages.AlterPartitionRequest{Topic: "events", Partition: p.Partition,
-			LeaderId: cur.Leader, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewIsr: []int32{2, 1}})
-		if res.Partition == nil || len(res.Partition.Isr) != 2 {
-			t.Fatalf("ISR expansion of partition %d: %v", p.Partition, res)
-		}
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			cur := leaders(t, s, "events", nil).Partitions[p.Partition]
+			res, err := sys.Root.RequestFuture(pid, &messages.AlterPartitionRequest{Topic: "events", Partition: p.Partition,
+				LeaderId: cur.Leader, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewIsr: []int32{2, 1}}, 5*time.Second).Result()
+			if err != nil {
+				return err
+			}
+			if r, ok := res.(*messages.AlterPartitionResponse); !ok || r.ErrorCode != 0 || len(r.Partition.GetIsr()) != 2 {
+				return fmt.Errorf("ISR expansion of partition %d: %v", p.Partition, res)
+			}
+			return nil
+		})
 	}
 	return created
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/host"
@@ -94,6 +95,8 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&endpoints, "etcd-endpoints", "", "join through an etcd cluster run elsewhere (http://HOST:CLIENTPORT,...) instead of running a voter")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", host.DefaultLeaseTTL, "host liveness lease TTL: a host silent this long loses its partitions")
 	f.DurationVar(&cfg.ReplicaLagTimeMax, "replica-lag-time-max", replica.DefaultReplicaLagTimeMax, "a follower that has not caught up for this long leaves the ISR")
+	f.DurationVar(&cfg.LeaderImbalanceCheckInterval, "leader-imbalance-check-interval", controller.DefaultLeaderImbalanceCheckInterval,
+		"how often the controller moves leadership back to preferred replicas (where a host's imbalance exceeds 10%)")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	return cmd
 }

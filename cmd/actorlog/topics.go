@@ -1,4 +1,9 @@
-// topics.go: `actorlog topics create|list|describe|delete|add-partitions|alter`.
+// topics.go: `actorlog topics create|list|describe|delete|add-partitions|alter|elect-leaders`.
+// `alter` replaces a topic's configs (--config), reassigns partitions to
+// other hosts (--replicas, Kafka's kafka-reassign-partitions) or cancels
+// reassignments in progress (--cancel-reassignment); `elect-leaders` moves
+// leadership back to the preferred replicas (Kafka's kafka-leader-election
+// --election-type PREFERRED).
 
 package main
 
@@ -7,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -126,9 +132,30 @@ func newTopicsCmd(g *globals) *cobra.Command {
 	addParts.Flags().Int32Var(&total, "total", 0, "new total number of partitions")
 
 	var alterCfgs []string
+	var replicas string
+	var cancelReassignment bool
 	alter := &cobra.Command{
-		Use: "alter NAME --config k=v...", Short: "Replace a topic's config overrides", Args: cobra.ExactArgs(1),
+		Use:   "alter NAME (--config k=v... | --replicas P=HOST,HOST;... | --cancel-reassignment)",
+		Short: "Replace a topic's config overrides, or move its partitions to other hosts",
+		Long: `Replace a topic's config overrides (--config), or reassign partitions to
+other hosts: --replicas "0=1,2;1=2,3" gives partition 0 the replicas 1 and 2
+(the first is the preferred leader) and partition 1 the replicas 2 and 3.
+Hosts are ids or names, as "actorlog cluster describe" lists them. The new
+replicas catch up, then the old ones are dropped and their logs deleted;
+"topics describe" shows the progress. --cancel-reassignment reverts the
+topic's reassignments in progress.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("replicas") {
+				return withClient(g, func(ctx context.Context, c *client.Client) error {
+					return reassignPartitions(ctx, c, args[0], replicas, cmd.OutOrStdout())
+				})
+			}
+			if cancelReassignment {
+				return withClient(g, func(ctx context.Context, c *client.Client) error {
+					return cancelReassignments(ctx, c, args[0], cmd.OutOrStdout())
+				})
+			}
 			cfgs, err := parseConfigs(alterCfgs)
 			if err != nil {
 				return err
@@ -143,9 +170,192 @@ func newTopicsCmd(g *globals) *cobra.Command {
 		},
 	}
 	alter.Flags().StringArrayVar(&alterCfgs, "config", nil, "topic config key=value (repeatable)")
+	alter.Flags().StringVar(&replicas, "replicas", "", `new replicas per partition: "P=HOST,HOST;P=..." (host ids or names)`)
+	alter.Flags().BoolVar(&cancelReassignment, "cancel-reassignment", false, "cancel the topic's reassignments in progress")
+	alter.MarkFlagsMutuallyExclusive("config", "replicas", "cancel-reassignment")
 
-	cmd.AddCommand(create, list, describe, del, addParts, alter)
+	elect := &cobra.Command{
+		Use:   "elect-leaders [NAME [PARTITION...]]",
+		Short: "Move partition leadership back to the preferred replicas",
+		Long: `Move the leadership of partitions back to their preferred replica (the
+first of the replica list) where it is live and in sync: every partition of
+every topic, of topic NAME, or the PARTITIONs of NAME.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var parts []int32
+			for _, a := range args[min(1, len(args)):] {
+				n, err := strconv.ParseInt(a, 10, 32)
+				if err != nil {
+					return fmt.Errorf("partition %q: not a number", a)
+				}
+				parts = append(parts, int32(n))
+			}
+			return withClient(g, func(ctx context.Context, c *client.Client) error {
+				return electLeaders(ctx, c, args, parts, cmd.OutOrStdout())
+			})
+		},
+	}
+
+	cmd.AddCommand(create, list, describe, del, addParts, alter, elect)
 	return cmd
+}
+
+// parseReplicas parses --replicas: "P=HOST,HOST;P=HOST,..." where each
+// HOST goes through resolve (ids or names). Every partition once, each
+// with at least one host.
+func parseReplicas(spec string, resolve func(string) (int32, error)) ([]*messages.PartitionReassignment, error) {
+	var out []*messages.PartitionReassignment
+	seen := map[int32]bool{}
+	for _, entry := range strings.Split(spec, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		ps, hosts, ok := strings.Cut(entry, "=")
+		n, err := strconv.ParseInt(strings.TrimSpace(ps), 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("--replicas %q: want PARTITION=HOST,HOST,... separated by ';'", entry)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("--replicas: partition %d given twice", n)
+		}
+		seen[int32(n)] = true
+		r := &messages.PartitionReassignment{Partition: int32(n)}
+		for _, h := range strings.Split(hosts, ",") {
+			if h = strings.TrimSpace(h); h == "" {
+				continue
+			}
+			id, err := resolve(h)
+			if err != nil {
+				return nil, fmt.Errorf("--replicas: partition %d: %w", n, err)
+			}
+			r.Replicas = append(r.Replicas, id)
+		}
+		if len(r.Replicas) == 0 {
+			return nil, fmt.Errorf("--replicas: partition %d has no hosts (--cancel-reassignment cancels a reassignment)", n)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--replicas %q: no partitions given", spec)
+	}
+	return out, nil
+}
+
+// reassignPartitions runs `topics alter NAME --replicas SPEC`.
+func reassignPartitions(ctx context.Context, c *client.Client, topic, spec string, out io.Writer) error {
+	d, err := c.DescribeCluster(ctx)
+	if err != nil {
+		return err
+	}
+	rs, err := parseReplicas(spec, func(s string) (int32, error) { return client.ResolveHost(d, s) })
+	if err != nil {
+		return err
+	}
+	parts := make([]int32, len(rs))
+	for i, r := range rs {
+		parts[i] = r.Partition
+	}
+	if err := checkTopicPartition(c, topic, parts); err != nil {
+		return err
+	}
+	if err := sendReassignments(ctx, c, topic, rs, "reassign partitions"); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		fmt.Fprintf(out, "Partition %s-%d: reassignment to replicas %s accepted.\n", topic, r.Partition, ids(r.Replicas))
+	}
+	fmt.Fprintf(out, "`actorlog topics describe %s` shows the progress (ADDING, REMOVING).\n", topic)
+	return nil
+}
+
+// cancelReassignments runs `topics alter NAME --cancel-reassignment`: it
+// cancels the reassignments the metadata shows in progress.
+func cancelReassignments(ctx context.Context, c *client.Client, topic string, out io.Writer) error {
+	t, err := topicMetadata(ctx, c, topic)
+	if err != nil {
+		return err
+	}
+	var rs []*messages.PartitionReassignment
+	for _, p := range t.Partitions {
+		if len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 {
+			rs = append(rs, &messages.PartitionReassignment{Partition: p.Partition})
+		}
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("topic %s: no reassignment in progress", topic)
+	}
+	if err := sendReassignments(ctx, c, topic, rs, "cancel reassignments"); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		fmt.Fprintf(out, "Partition %s-%d: reassignment cancelled.\n", topic, r.Partition)
+	}
+	return nil
+}
+
+// sendReassignments sends rs and turns a refusal into one error.
+func sendReassignments(ctx context.Context, c *client.Client, topic string, rs []*messages.PartitionReassignment, what string) error {
+	results, err := c.ReassignPartitions(ctx, topic, rs...)
+	if err != nil {
+		return fmt.Errorf("%s of %q: %w", what, topic, err)
+	}
+	if err := refusal(results); err != nil {
+		return fmt.Errorf("%s of %q (nothing changed): %w", what, topic, err)
+	}
+	return nil
+}
+
+// refusal returns the first partition error of an all-or-nothing request
+// that is not the "not applied" of the partitions that were fine.
+func refusal(results []*messages.PartitionResult) error {
+	var first error
+	for _, r := range results {
+		err := r.ErrorCode.Err(r.ErrorMessage)
+		if err == nil {
+			continue
+		}
+		err = fmt.Errorf("partition %d: %w", r.Partition, err)
+		if r.ErrorCode != messages.ErrorCode_ERROR_CODE_INVALID_REQUEST || !strings.HasPrefix(r.ErrorMessage, "not applied") {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// electLeaders runs `topics elect-leaders [NAME [PARTITION...]]`.
+func electLeaders(ctx context.Context, c *client.Client, args []string, parts []int32, out io.Writer) error {
+	var req []*messages.TopicPartitions
+	if len(args) > 0 {
+		if err := checkTopicPartition(c, args[0], parts); err != nil {
+			return err
+		}
+		req = append(req, &messages.TopicPartitions{Topic: args[0], Partitions: parts})
+	}
+	results, err := c.ElectLeaders(ctx, req...)
+	if err != nil {
+		return fmt.Errorf("elect leaders: %w", err)
+	}
+	var failed []string
+	for _, r := range results {
+		switch r.ErrorCode {
+		case 0:
+			fmt.Fprintf(out, "Partition %s-%d: the preferred replica leads now.\n", r.Topic, r.Partition)
+		case messages.ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED:
+			fmt.Fprintf(out, "Partition %s-%d: the preferred replica leads already.\n", r.Topic, r.Partition)
+		default:
+			failed = append(failed, fmt.Sprintf("%s-%d: %v", r.Topic, r.Partition, r.ErrorCode.Err(r.ErrorMessage)))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d partition(s) could not be elected: %s", len(failed), strings.Join(failed, "; "))
+	}
+	if len(results) == 0 {
+		fmt.Fprintln(out, "Every partition is led by its preferred replica.")
+	}
+	return nil
 }
 
 func withClient(g *globals, fn func(ctx context.Context, c *client.Client) error) error {
@@ -159,16 +369,25 @@ func withClient(g *globals, fn func(ctx context.Context, c *client.Client) error
 	return fn(ctx, c)
 }
 
-func describeTopic(ctx context.Context, c *client.Client, name string, out io.Writer) error {
+// topicMetadata returns one topic's metadata, or its error.
+func topicMetadata(ctx context.Context, c *client.Client, name string) (*messages.TopicMetadataResponse, error) {
 	md, err := c.Metadata(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(md.Topics) != 1 {
-		return fmt.Errorf("describe %q: no metadata returned", name)
+		return nil, fmt.Errorf("topic %q: no metadata returned", name)
 	}
 	t := md.Topics[0]
 	if err := t.ErrorCode.Err("topic " + name); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func describeTopic(ctx context.Context, c *client.Client, name string, out io.Writer) error {
+	t, err := topicMetadata(ctx, c, name)
+	if err != nil {
 		return err
 	}
 	keys := make([]string, 0, len(t.Configs))
@@ -182,7 +401,7 @@ func describeTopic(ctx context.Context, c *client.Client, name string, out io.Wr
 	}
 	fmt.Fprintf(out, "Topic: %s\tPartitions: %d\tReplicationFactor: %d\tConfigs: %s\n", t.Name, len(t.Partitions), t.ReplicationFactor, strings.Join(cfgs, ","))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET")
+	fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tADDING\tREMOVING")
 	for _, p := range t.Partitions {
 		start, end := "-", "-"
 		if lo, err := c.ListOffsets(ctx, p, name, replica.EarliestTimestamp); err == nil {
@@ -191,7 +410,8 @@ func describeTopic(ctx context.Context, c *client.Client, name string, out io.Wr
 		if lo, err := c.ListOffsets(ctx, p, name, replica.LatestTimestamp); err == nil {
 			end = fmt.Sprint(lo.Offset)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.Isr), start, end)
+		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.Isr), start, end,
+			orDash(ids(p.AddingReplicas)), orDash(ids(p.RemovingReplicas)))
 	}
 	return w.Flush()
 }
@@ -223,15 +443,8 @@ func ids(xs []int32) string {
 func checkTopicPartition(c *client.Client, topic string, parts []int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.RequestTimeout())
 	defer cancel()
-	md, err := c.Metadata(ctx, topic)
+	t, err := topicMetadata(ctx, c, topic)
 	if err != nil {
-		return err
-	}
-	if len(md.Topics) != 1 {
-		return fmt.Errorf("topic %q: no metadata returned", topic)
-	}
-	t := md.Topics[0]
-	if err := t.ErrorCode.Err("topic " + topic); err != nil {
 		return err
 	}
 	for _, p := range parts {
