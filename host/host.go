@@ -79,7 +79,8 @@ type Config struct {
 	// while elected, moves leadership back to preferred replicas where a
 	// host's imbalance exceeds 10 % (Kafka's
 	// leader.imbalance.check.interval.seconds with
-	// auto.leader.rebalance.enable=true; default 300 s).
+	// auto.leader.rebalance.enable=true; 0: the default, 300 s; negative
+	// is an error).
 	LeaderImbalanceCheckInterval time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
@@ -116,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LeaseTTL < 2*time.Second {
 		return c, fmt.Errorf("host: lease TTL %v is below etcd's minimum of 2s", c.LeaseTTL)
+	}
+	if c.LeaderImbalanceCheckInterval < 0 {
+		return c, fmt.Errorf("host: --leader-imbalance-check-interval %v: want a positive duration", c.LeaderImbalanceCheckInterval)
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()

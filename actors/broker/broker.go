@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,6 +237,7 @@ func (b *Broker) relay(ctx context.Context, tch <-chan cluster.TopicEvent, hch <
 }
 
 func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
+	old := maps.Clone(b.topics)
 	known := map[string]bool{}
 	for _, t := range s.topics {
 		known[t.Name] = true
@@ -255,6 +257,12 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 		b.removeStrayDirs()
 	}
 	b.reconcile(ctx)
+	// A watch that started over may have missed a reassignment away.
+	for name, t := range b.topics {
+		if o := old[name]; o != nil && o.TopicId == t.TopicId {
+			b.removeLeftPartitions(o, t)
+		}
+	}
 }
 
 func (b *Broker) onTopicChanged(ctx actor.Context, m topicChanged) {

@@ -64,6 +64,7 @@ func TestHostBadStartInput(t *testing.T) {
 		{"endpoints and a voter", []string{"--name", "h9", "--etcd-endpoints", "http://127.0.0.1:" + port, "--initial-cluster", "h9=http://127.0.0.1:5"}, "excludes"},
 		{"bad name", []string{"--name", "no/slash"}, "host name"},
 		{"bad lease", []string{"--lease-ttl", "500ms"}, "below etcd's minimum"},
+		{"bad leader imbalance check interval", []string{"--leader-imbalance-check-interval", "-2s"}, "want a positive duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
