@@ -10,6 +10,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ var benchSizes = []struct {
 	{"1MiB", 9700},
 }
 
-func benchBatch(b *testing.B, n int) []byte {
+func benchRecords(n int) []record.Record {
 	recs := make([]record.Record, n)
 	val := make([]byte, 100)
 	for i := range val {
@@ -37,34 +38,64 @@ func benchBatch(b *testing.B, n int) []byte {
 	for i := range recs {
 		recs[i] = record.Record{Value: val, Timestamp: 1_700_000_000_000 + int64(i)}
 	}
-	return buildBatch(b, record.CompressionNone, recs)
+	return recs
+}
+
+func benchBatch(b *testing.B, n int) []byte {
+	return buildBatch(b, record.CompressionNone, benchRecords(n))
 }
 
 func BenchmarkAppend(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			batch := benchBatch(b, sz.records)
-			l, err := Open(b.TempDir(), Config{SegmentBytes: benchRotate, RetentionBytes: 2 * benchRotate, MaxMessageBytes: 2 << 20, Logger: quietLogger()})
-			if err != nil {
+			benchAppend(b, benchBatch(b, sz.records), nil)
+		})
+	}
+}
+
+// BenchmarkAppendIdempotent appends batches of one known idempotent
+// producer, each with the next sequence: the producer state's check and
+// update on the append path. Setting the sequence and CRC of each batch is
+// part of the measured time (about what a CRC of the batch costs).
+func BenchmarkAppendIdempotent(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			batch := idempotentBatch(b, record.CompressionNone, 1, 0, 0, benchRecords(sz.records))
+			seq := uint32(0)
+			benchAppend(b, batch, func() {
+				binary.BigEndian.PutUint32(batch[53:], seq) // base sequence
+				fixCRC(batch)
+				seq += uint32(sz.records)
+			})
+		})
+	}
+}
+
+// benchAppend appends batch b.N times (calling prepare, when set, before
+// each append), deleting old segments as the log grows.
+func benchAppend(b *testing.B, batch []byte, prepare func()) {
+	l, err := Open(b.TempDir(), Config{SegmentBytes: benchRotate, RetentionBytes: 2 * benchRotate, MaxMessageBytes: 2 << 20, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	written := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if prepare != nil {
+			prepare()
+		}
+		if _, err := l.Append(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+		if written += len(batch); written >= benchRotate {
+			written = 0
+			if _, err := l.DeleteExpiredSegments(l.LogEndOffset()); err != nil {
 				b.Fatal(err)
 			}
-			defer l.Close()
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			written := 0
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := l.Append(batch, 1); err != nil {
-					b.Fatal(err)
-				}
-				if written += len(batch); written >= benchRotate {
-					written = 0
-					if _, err := l.DeleteExpiredSegments(l.LogEndOffset()); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 // config.go: the per-partition log configuration (Kafka's topic-level
 // segment.bytes, segment.ms, retention.ms, retention.bytes,
-// max.message.bytes, flush policy), its defaults and its validation.
+// max.message.bytes, producer.id.expiration.ms, flush policy), its defaults
+// and its validation.
 
 package storage
 
@@ -17,12 +18,13 @@ import (
 
 // Defaults, as in Kafka.
 const (
-	DefaultSegmentBytes       = 1 << 30
-	DefaultSegmentAge         = 7 * 24 * time.Hour
-	DefaultRetention          = 7 * 24 * time.Hour
-	DefaultRetentionBytes     = -1
-	DefaultMaxMessageBytes    = 1 << 20
-	DefaultIndexIntervalBytes = 4096
+	DefaultSegmentBytes         = 1 << 30
+	DefaultSegmentAge           = 7 * 24 * time.Hour
+	DefaultRetention            = 7 * 24 * time.Hour
+	DefaultRetentionBytes       = -1
+	DefaultMaxMessageBytes      = 1 << 20
+	DefaultIndexIntervalBytes   = 4096
+	DefaultProducerIDExpiration = 24 * time.Hour
 )
 
 // FlushMode says when the log fsyncs appended data.
@@ -92,6 +94,10 @@ type Config struct {
 	IndexIntervalBytes int
 	// Flush is the fsync policy.
 	Flush FlushPolicy
+	// ProducerIDExpiration is how long the state of an idle idempotent
+	// producer is kept after its last batch's timestamp
+	// (producer.id.expiration.ms); see Log.ExpireProducers.
+	ProducerIDExpiration time.Duration
 	// LogAppendTime stamps each leader append with the broker's clock
 	// (message.timestamp.type=LogAppendTime) instead of keeping the
 	// producer's CreateTime.
@@ -128,6 +134,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IndexIntervalBytes == 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes
 	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -142,6 +151,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: segment.bytes %d must be in [%d, %d]", ErrInvalidConfig, c.SegmentBytes, record.HeaderSize, math.MaxInt32)
 	case c.SegmentAge < 0:
 		return c, fmt.Errorf("%w: segment.ms %v must be positive", ErrInvalidConfig, c.SegmentAge)
+	case c.ProducerIDExpiration < time.Millisecond:
+		return c, fmt.Errorf("%w: producer.id.expiration.ms %v must be at least 1ms", ErrInvalidConfig, c.ProducerIDExpiration)
 	case c.MaxMessageBytes < record.HeaderSize || c.MaxMessageBytes > math.MaxInt32-record.LogOverhead:
 		return c, fmt.Errorf("%w: max.message.bytes %d out of range", ErrInvalidConfig, c.MaxMessageBytes)
 	case c.IndexIntervalBytes < 0:

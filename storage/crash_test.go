@@ -1,14 +1,19 @@
 // crash_test.go: the durability claim, tested by SIGKILL. A child process
 // appends batches in a loop and prints each offset range once Append has
 // returned; the parent kills it with SIGKILL mid-stream, reopens the log and
-// checks that every acknowledged batch is there, intact and in order. Three
-// kill/restart rounds per flush policy, with tiny segments so rolls happen.
+// checks that every acknowledged batch is there, intact and in order, and
+// that the recovered producer state recognises every acknowledged batch: a
+// retry of one of its producer's last five is a duplicate with the original
+// offsets, an older one is refused, and neither writes anything. Three
+// kill/restart rounds per flush policy, with tiny segments so rolls (and
+// producer state snapshots) happen.
 
 package storage
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +30,9 @@ const (
 	crashDirEnv   = "ACTORLOG_CRASH_CHILD_DIR"
 	crashFlushEnv = "ACTORLOG_CRASH_CHILD_FLUSH"
 	crashPerBatch = 10
+	// crashProducers idempotent producers take turns: batch k is producer
+	// k%crashProducers's batch number k/crashProducers.
+	crashProducers = 3
 )
 
 func crashConfig(flush string) (Config, error) {
@@ -37,6 +45,14 @@ func crashConfig(flush string) (Config, error) {
 
 // crashBatch is batch number k: records k*10..k*10+9, content derived from k.
 func crashBatch(k int64) []record.Record { return makeRecords(uint64(k), crashPerBatch, k) }
+
+var crashCodecs = []record.Compression{record.CompressionNone, record.CompressionZstd, record.CompressionLZ4, record.CompressionSnappy, record.CompressionGzip}
+
+// crashBatchBytes encodes batch k as its idempotent producer sends it.
+func crashBatchBytes(t testing.TB, k int64) []byte {
+	return idempotentBatch(t, crashCodecs[k%int64(len(crashCodecs))], k%crashProducers, 0,
+		int32(k/crashProducers)*crashPerBatch, crashBatch(k))
+}
 
 // TestCrashChild is the child process body; it is skipped unless the parent
 // test started it.
@@ -53,15 +69,15 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codecs := []record.Compression{record.CompressionNone, record.CompressionZstd, record.CompressionLZ4, record.CompressionSnappy, record.CompressionGzip}
+	// Each producer's next sequence follows from the log end, so an append
+	// after a restart also checks the recovered producer state.
 	for k := l.LogEndOffset() / crashPerBatch; ; k++ {
-		batch, err := record.BuildBatch(codecs[k%int64(len(codecs))], crashBatch(k)...)
+		info, err := l.Append(crashBatchBytes(t, k), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		info, err := l.Append(batch, 1)
-		if err != nil {
-			t.Fatal(err)
+		if info.Duplicate {
+			t.Fatalf("batch %d taken for a duplicate of %d..%d", k, info.FirstOffset, info.LastOffset)
 		}
 		if _, err := fmt.Fprintf(os.Stdout, "ACK %d %d\n", info.FirstOffset, info.LastOffset); err != nil {
 			t.Fatal(err)
@@ -94,12 +110,38 @@ func TestSIGKILLDuringAppends(t *testing.T) {
 						t.Fatalf("round %d: record %d is offset %d key %q, want key %q", round, i, r.Offset, r.Key, want.Key)
 					}
 				}
+				checkCrashProducers(t, l, acked)
 				t.Logf("round %d: %d acknowledged, %d recovered, %d segments", round, acked+1, len(got), l.NumSegments())
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// checkCrashProducers retries every acknowledged batch (those up to offset
+// acked) against the reopened log: the last five of each producer in the
+// log are duplicates with their original offsets, older ones are out of
+// order, and the log does not change.
+func checkCrashProducers(t *testing.T, l *Log, acked int64) {
+	t.Helper()
+	last := l.LogEndOffset()/crashPerBatch - 1 // the last batch in the log
+	leo := l.LogEndOffset()
+	for k := int64(0); (k+1)*crashPerBatch-1 <= acked; k++ {
+		newest := last - (last-k)%crashProducers // the producer's last batch in the log
+		info, err := l.Append(crashBatchBytes(t, k), 1)
+		switch {
+		case (newest-k)/crashProducers < producerBatchesRetained:
+			if err != nil || !info.Duplicate || info.FirstOffset != k*crashPerBatch || info.LastOffset != k*crashPerBatch+crashPerBatch-1 {
+				t.Fatalf("retry of acknowledged batch %d: %+v, %v; want a duplicate at %d", k, info, err, k*crashPerBatch)
+			}
+		case !errors.Is(err, ErrOutOfOrderSequence):
+			t.Fatalf("retry of old acknowledged batch %d: %+v, %v; want ErrOutOfOrderSequence", k, info, err)
+		}
+	}
+	if l.LogEndOffset() != leo {
+		t.Fatalf("retries moved the log end from %d to %d", leo, l.LogEndOffset())
 	}
 }
 

@@ -192,6 +192,23 @@ func appendBatches(t *testing.T, l *Log, c record.Compression, seed uint64, nBat
 	return all
 }
 
+// replicateAll copies the leader's log from offset 0 to its end into the
+// follower with AppendReplicated, in reads of about 3000 bytes.
+func replicateAll(t *testing.T, leader, follower *Log) {
+	t.Helper()
+	for off := int64(0); off < leader.LogEndOffset(); {
+		res, err := leader.Read(off, 3000, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := follower.AppendReplicated(res.Records)
+		if err != nil {
+			t.Fatalf("replicate at %d: %v", off, err)
+		}
+		off = info.LastOffset + 1
+	}
+}
+
 // faultFS wraps OSFS and fails operations on demand.
 type faultFS struct {
 	OSFS

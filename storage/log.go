@@ -1,21 +1,24 @@
 // Package storage is actorlog's partition log: a directory of segments, each
 // a plain sequence of Kafka RecordBatch v2 frames (%020d.log) with a sparse
 // offset index (.index) and time index (.timeindex), plus a leader-epoch
-// checkpoint and a recovery-point checkpoint.
+// checkpoint, a recovery-point checkpoint, a high-watermark checkpoint and
+// snapshots of the idempotent producers' state (%020d.snapshot).
 //
 // Threading: a Log is written by one owner (the partition replica actor):
 // Append, AppendReplicated, TruncateTo, TruncateFullyAndStartAt,
-// DeleteExpiredSegments, AssignEpoch, Flush and Close. They are serialized by
-// a mutex all the same, so a background flusher or a mistaken second caller
-// cannot corrupt it. Read, OffsetForTimestamp and the accessors may be called
-// from any goroutine concurrently with the writer: appends never block reads,
-// and reads of sealed segments never block appends.
+// DeleteExpiredSegments, AssignEpoch, ExpireProducers, WriteHighWatermark,
+// Flush and Close. They are serialized by a mutex all the same, so a
+// background flusher or a mistaken second caller cannot corrupt it. Read,
+// OffsetForTimestamp and the accessors may be called from any goroutine
+// concurrently with the writer: appends never block reads, and reads of
+// sealed segments never block appends.
 //
 // Invariants: LogStartOffset <= recovery point <= LogEndOffset; every byte
 // below a segment's size is a complete batch; batches' offsets strictly
-// increase across the log. After the first failed write or fsync the log
-// refuses further writes and returns that error (a half-written log is never
-// extended).
+// increase across the log; the producer state reflects exactly the batches
+// below LogEndOffset (less the producers expired since they were
+// written). After the first failed write or fsync the log refuses further
+// writes and returns that error (a half-written log is never extended).
 package storage
 
 import (
@@ -58,6 +61,11 @@ type AppendInfo struct {
 	LogAppendTime int64 // broker time stamped into the batch, -1 for CreateTime
 	Bytes         int   // bytes written
 	Batches       int
+	// Duplicate says the batch was a retry of one of its producer's last
+	// batches (same producer id, epoch and sequences): nothing was written,
+	// and FirstOffset, LastOffset and MaxTimestamp are the original
+	// batch's (Kafka answers such a retry with the original offsets).
+	Duplicate bool
 }
 
 // Log is one partition's log. See the package comment for threading rules.
@@ -80,7 +88,11 @@ type Log struct {
 	// Guarded by mu.
 	writeErr      error
 	recoveryPoint int64
-	gen           uint64 // bumped by every truncation
+	gen           uint64         // bumped by every truncation
+	producers     *producerState // idempotent producers' state up to the log end
+	hwOnDisk      bool           // the high-watermark file holds hw
+
+	hw atomic.Int64 // the checkpointed high watermark; see HighWatermarkCheckpoint
 
 	closeOnce sync.Once
 	flushStop chan struct{}
@@ -214,7 +226,11 @@ func (l *Log) load() error {
 		}
 	}
 	l.recoveryPoint = active.next
-	return writeRecoveryPoint(l.fs, l.dir, l.recoveryPoint)
+	if err := writeRecoveryPoint(l.fs, l.dir, l.recoveryPoint); err != nil {
+		return err
+	}
+	l.loadHighWatermark()
+	return l.rebuildProducerStateLocked()
 }
 
 func (l *Log) openSegment(base int64) (*segment, error) {
@@ -449,6 +465,15 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 			return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
 	}
+	if h.ProducerID >= 0 {
+		orig, dup, err := l.producers.check(&h)
+		if err != nil {
+			return AppendInfo{}, err
+		}
+		if dup {
+			return l.duplicateInfo(batch, &h, orig, parallel)
+		}
+	}
 	base := l.leo.Load()
 	record.SetBaseOffset(batch, base)
 	record.SetLeaderEpoch(batch, leaderEpoch)
@@ -469,8 +494,28 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err := l.appendLocked(batch, &h, check); err != nil {
 		return AppendInfo{}, err
 	}
+	if h.ProducerID >= 0 {
+		l.trackProducer(&h)
+	}
 	if err := l.maybeFlushLocked(); err != nil {
 		return AppendInfo{}, err
+	}
+	return info, nil
+}
+
+// duplicateInfo answers a retried batch with its original's offsets,
+// writing nothing. A large batch whose body check was to overlap its write
+// is checked first, so a damaged retry is refused rather than acknowledged.
+// Caller holds mu.
+func (l *Log) duplicateInfo(batch []byte, h *record.Header, orig BatchMetadata, unchecked bool) (AppendInfo, error) {
+	if unchecked {
+		if err := record.ValidateBody(batch, h); err != nil {
+			return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		}
+	}
+	info := AppendInfo{FirstOffset: orig.FirstOffset, LastOffset: orig.LastOffset, MaxTimestamp: orig.Timestamp, LogAppendTime: -1, Duplicate: true}
+	if l.cfg.LogAppendTime {
+		info.LogAppendTime = orig.Timestamp
 	}
 	return info, nil
 }
@@ -508,6 +553,9 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 		h := &hs[i]
 		if err := l.appendLocked(batches[pos:pos+h.Size()], h, nil); err != nil {
 			return AppendInfo{}, err
+		}
+		if h.ProducerID >= 0 {
+			l.trackProducer(h)
 		}
 		pos += h.Size()
 		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
@@ -584,8 +632,8 @@ func (l *Log) shouldRoll(s *segment, h *record.Header, n int) bool {
 	return age > l.cfg.SegmentAge.Milliseconds()
 }
 
-// rollLocked seals the active segment and starts a new one at base. Caller
-// holds mu.
+// rollLocked seals the active segment, starts a new one at base and
+// snapshots the producer state there. Caller holds mu.
 func (l *Log) rollLocked(base int64) error {
 	old := l.segs[len(l.segs)-1]
 	if err := old.seal(); err != nil {
@@ -603,6 +651,9 @@ func (l *Log) rollLocked(base int64) error {
 	l.rmu.Lock()
 	l.segs = append(l.segs, s)
 	l.rmu.Unlock()
+	if err := l.takeSnapshotLocked(base); err != nil {
+		return err
+	}
 	l.logger.WithFields(logrus.Fields{"segment": base, "previous": old.base}).Debug("rolled segment")
 	return nil
 }
@@ -698,8 +749,9 @@ func (l *Log) flushLoop(interval time.Duration) {
 	}
 }
 
-// Close flushes the log (index entries, fsync, recovery point) and closes
-// its files. Reads and writes after Close fail with ErrClosed.
+// Close flushes the log (index entries, fsync, recovery point), snapshots
+// the producer state at the log end and closes its files. Reads and writes
+// after Close fail with ErrClosed.
 func (l *Log) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
@@ -712,6 +764,11 @@ func (l *Log) Close() error {
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if l.writeErr == nil {
+			if serr := l.takeSnapshotLocked(l.leo.Load()); serr != nil && err == nil {
+				err = fmt.Errorf("storage: close %s: %w", l.dir, serr)
+			}
+		}
 		l.rmu.Lock()
 		defer l.rmu.Unlock()
 		l.closed.Store(true)

@@ -348,17 +348,7 @@ func testAppendReplicated(t *testing.T, p perm) {
 	leader := openLog(t, t.TempDir(), Config{})
 	follower := openLog(t, t.TempDir(), p.config())
 	want := appendBatches(t, leader, p.codec, 1, 30, 10, 0)
-	for off := int64(0); off < leader.LogEndOffset(); {
-		res, err := leader.Read(off, 3000, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := follower.AppendReplicated(res.Records)
-		if err != nil {
-			t.Fatalf("replicate at %d: %v", off, err)
-		}
-		off = info.LastOffset + 1
-	}
+	replicateAll(t, leader, follower)
 	checkRecords(t, readAllRecords(t, follower, 0, 1000), want, 0)
 	if e, ok := follower.LatestEpoch(); !ok || e != 1 {
 		t.Fatalf("follower epoch %d %v, want 1", e, ok)
@@ -503,6 +493,7 @@ func TestInvalidConfig(t *testing.T) {
 		{MaxMessageBytes: 3},
 		{Flush: FlushPolicy{Mode: FlushInterval}},
 		{SegmentAge: -time.Second},
+		{ProducerIDExpiration: -time.Hour},
 	} {
 		if _, err := Open(t.TempDir(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Fatalf("config %+v: %v, want ErrInvalidConfig", cfg, err)

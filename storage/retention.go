@@ -2,7 +2,8 @@
 // segment's largest record timestamp, as Kafka) or beyond retention.bytes
 // (oldest first). Only segments wholly below the high watermark may go, so a
 // leader never deletes what a follower or consumer has not had the chance to
-// read; the log start offset moves to the first remaining segment.
+// read; the log start offset moves to the first remaining segment, and the
+// producer state snapshots below it go, but for the newest.
 
 package storage
 
@@ -69,6 +70,9 @@ func (l *Log) DeleteExpiredSegments(highWatermark int64) (int, error) {
 		l.recoveryPoint = l.start.Load()
 	}
 	if err := l.epochs.truncateFromStart(l.start.Load()); err != nil {
+		return n, l.fail(err)
+	}
+	if err := l.deleteSnapshotsBelowLocked(l.start.Load()); err != nil {
 		return n, l.fail(err)
 	}
 	return n, nil

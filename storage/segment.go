@@ -29,11 +29,14 @@ func segmentPath(dir string, base int64, suffix string) string {
 }
 
 // parseSegmentName returns the base offset of a "%020d.log" file name.
-func parseSegmentName(name string) (int64, bool) {
-	if !strings.HasSuffix(name, logSuffix) {
+func parseSegmentName(name string) (int64, bool) { return parseOffsetName(name, logSuffix) }
+
+// parseOffsetName returns the offset of a "%020d<suffix>" file name.
+func parseOffsetName(name, suffix string) (int64, bool) {
+	if !strings.HasSuffix(name, suffix) {
 		return 0, false
 	}
-	digits := strings.TrimSuffix(name, logSuffix)
+	digits := strings.TrimSuffix(name, suffix)
 	if len(digits) != 20 {
 		return 0, false
 	}

@@ -1,6 +1,8 @@
 // truncate.go: removing the tail of the log (a follower whose log diverged
 // from a new leader's), starting it over at a new offset (a follower that
 // fell behind the leader's log start), and recording a new leader epoch.
+// Both truncations bring the leader-epoch cache, the producer state (and its
+// snapshots) and the high-watermark checkpoint back in line with the log.
 
 package storage
 
@@ -14,7 +16,9 @@ import (
 // ends at offset (at the start of the batch holding offset, if offset falls
 // inside one). It returns the new log end offset. Truncating to or past the
 // end does nothing; truncating below the log start empties the log and
-// restarts it at offset.
+// restarts it at offset. The producer state becomes what it was at the new
+// end (batches cut off are no longer duplicates), and a checkpointed high
+// watermark above the new end is lowered to it.
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -72,13 +76,22 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return 0, l.fail(err)
 	}
+	if l.hw.Load() > newEnd {
+		if err := l.setHighWatermarkLocked(newEnd); err != nil {
+			return 0, err
+		}
+	}
+	if err := l.truncateProducerStateLocked(newEnd); err != nil {
+		return 0, l.fail(err)
+	}
 	l.logger.WithFields(logrus.Fields{"offset": offset, "log_end_offset": newEnd}).Info("truncated log")
 	return newEnd, nil
 }
 
 // TruncateFullyAndStartAt deletes every segment and restarts the log, empty,
 // at offset (Kafka's truncateFullyAndStartAt, for a follower whose log end
-// is below its leader's log start).
+// is below its leader's log start). The producer state is emptied and its
+// snapshots deleted; the checkpointed high watermark becomes offset.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: negative start offset %d", ErrOffsetOutOfRange, offset)
@@ -117,6 +130,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	if err := l.epochs.clear(); err != nil {
 		return l.fail(err)
+	}
+	l.producers = newProducerState()
+	if err := l.deleteAllSnapshotsLocked(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.setHighWatermarkLocked(offset); err != nil {
+		return err
 	}
 	l.logger.WithField("offset", offset).Info("truncated log fully")
 	return nil
