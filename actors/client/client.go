@@ -49,6 +49,8 @@ type Client struct {
 	corr   atomic.Int64
 	closed sync.Once
 	health *health
+	// lastGood is the index of the bootstrap host that answered last.
+	lastGood atomic.Int32
 }
 
 // New starts the client's actor system and remote endpoint. It does not
@@ -146,28 +148,48 @@ func (c *Client) Request(ctx context.Context, pid *actor.PID, msg proto.Message)
 	return res, nil
 }
 
-// bootstrapRequest sends msg to the actor id on the first bootstrap host
-// that accepts a TCP connection and answers.
+// bootstrapRequest sends msg to the actor id on a bootstrap host that
+// accepts a TCP connection and answers. It starts with the host that
+// answered last, and gives each host a fair share of the time left, so one
+// frozen host (which accepts connections but answers nothing) cannot use
+// up the whole deadline.
 func (c *Client) bootstrapRequest(ctx context.Context, id string, msg proto.Message) (any, error) {
 	var errs []string
-	for _, addr := range c.cfg.Bootstrap {
-		d := net.Dialer{Timeout: 2 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+	n := len(c.cfg.Bootstrap)
+	first := int(c.lastGood.Load())
+	for i := 0; i < n; i++ {
+		idx := (first + i) % n
+		addr := c.cfg.Bootstrap[idx]
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok && i < n-1 {
+			actx, cancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(n-i))
+		} else if !ok && i < n-1 {
+			actx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout/time.Duration(n-i))
+		}
+		res, err := c.tryHost(actx, addr, id, msg)
+		cancel()
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		if err := conn.Close(); err != nil {
-			c.logger.WithError(err).Debug("closing probe connection")
-		}
-		res, err := c.Request(ctx, actor.NewPID(addr, id), msg)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
+		c.lastGood.Store(int32(idx))
 		return res, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnreachable, strings.Join(errs, "; "))
+}
+
+// tryHost probes addr with a TCP connection, then sends msg to the actor
+// id there and waits for the answer.
+func (c *Client) tryHost(ctx context.Context, addr, id string, msg proto.Message) (any, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Close(); err != nil {
+		c.logger.WithError(err).Debug("closing probe connection")
+	}
+	return c.Request(ctx, actor.NewPID(addr, id), msg)
 }
 
 // Metadata asks a bootstrap host for the metadata of topics (all when none).

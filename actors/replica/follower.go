@@ -41,7 +41,7 @@ type following struct {
 
 func (r *Replica) startFollowing(ctx actor.Context) {
 	r.following = &following{leader: r.cfg.Follow}
-	r.hw = r.log.LogStartOffset()
+	r.hw = r.checkpointedHighWatermark()
 	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.epoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
 	ctx.Send(ctx.Self(), truncateStep{})
 }

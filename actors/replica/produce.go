@@ -11,7 +11,13 @@
 //
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH, INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS,
-// MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, KAFKA_STORAGE_ERROR.
+// MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, KAFKA_STORAGE_ERROR,
+// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH.
+//
+// Idempotent batches (producer id >= 0) are checked against the producer's
+// state in the log: a retry of one of the producer's last five batches is
+// answered with the original batch's offsets and not written again; a gap
+// in the sequence or an older producer epoch is refused.
 
 package replica
 
@@ -75,10 +81,17 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 		} else {
 			resp.BaseOffset = info.FirstOffset
 			resp.LogAppendTimeMs = info.LogAppendTime
-			records = int(info.LastOffset - info.FirstOffset + 1)
 			required = info.LastOffset + 1
-			r.leader.OnLeaderAppend(r.log.LogEndOffset(), time.Now())
-			r.onLogGrew(ctx)
+			if info.Duplicate {
+				// A retry of a batch already in the log (idempotent
+				// producer): answered with the original offsets once
+				// those are committed, as any other batch.
+				r.logger.WithFields(logrus.Fields{"base_offset": info.FirstOffset, "last_offset": info.LastOffset}).Debug("duplicate batch; answering with its original offsets")
+			} else {
+				records = int(info.LastOffset - info.FirstOffset + 1)
+				r.leader.OnLeaderAppend(r.log.LogEndOffset(), time.Now())
+				r.onLogGrew(ctx)
+			}
 		}
 	}
 	resp.ErrorCode, resp.ErrorMessage = code, msg

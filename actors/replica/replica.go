@@ -103,11 +103,12 @@ type ISRChangeFailed struct{}
 
 // Internal messages.
 type (
-	isrCheck       struct{}
-	produceTimeout struct{ id uint64 }
-	fetchTimeout   struct{ id uint64 }
-	retentionTick  struct{}
-	getStateSignal struct{}
+	isrCheck         struct{}
+	produceTimeout   struct{ id uint64 }
+	fetchTimeout     struct{ id uint64 }
+	retentionTick    struct{}
+	hwCheckpointTick struct{}
+	getStateSignal   struct{}
 )
 
 // State is a snapshot of a replica's offsets, for metadata and tests.
@@ -216,6 +217,8 @@ func (r *Replica) Receive(ctx actor.Context) {
 		}
 	case retentionTick:
 		r.onRetention()
+	case hwCheckpointTick:
+		r.checkpointHighWatermark()
 	case getStateSignal:
 		ctx.Respond(r.state())
 	case *actor.Stopping:
@@ -244,10 +247,9 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	}
 	now := time.Now()
 	// A leader alone in its ISR owns everything in its log; otherwise the
-	// high watermark starts at the log start and the followers' fetches
-	// move it (Kafka restores it from a checkpoint first; with one
-	// replica there is nothing to wait for).
-	hw := l.LogStartOffset()
+	// high watermark starts where it was last checkpointed (everything
+	// below was committed) and the followers' fetches move it on.
+	hw := r.checkpointedHighWatermark()
 	if len(r.cfg.ISR) == 1 && r.cfg.ISR[0] == r.cfg.Self {
 		hw = l.LogEndOffset()
 	}
@@ -271,7 +273,28 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
 }
 
-// startTimers starts the retention and ISR tickers.
+// HighWatermarkCheckpointInterval is how often a replica checkpoints its
+// high watermark when it moved (Kafka's
+// replica.high.watermark.checkpoint.interval.ms).
+const HighWatermarkCheckpointInterval = 5 * time.Second
+
+// checkpointedHighWatermark is the high watermark the log last
+// checkpointed, clamped to the log.
+func (r *Replica) checkpointedHighWatermark() int64 {
+	return min(max(r.log.HighWatermarkCheckpoint(), r.log.LogStartOffset()), r.log.LogEndOffset())
+}
+
+// checkpointHighWatermark writes the high watermark if it moved.
+func (r *Replica) checkpointHighWatermark() {
+	if r.log == nil || r.log.HighWatermarkCheckpoint() == r.hw {
+		return
+	}
+	if err := r.log.WriteHighWatermark(r.hw); err != nil {
+		r.logger.WithError(err).Warn("replica: checkpointing the high watermark failed")
+	}
+}
+
+// startTimers starts the retention, ISR and checkpoint tickers.
 func (r *Replica) startTimers(ctx actor.Context) {
 	r.stopTick = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -279,8 +302,10 @@ func (r *Replica) startTimers(ctx actor.Context) {
 	r.retention = t
 	// ISR maintenance runs every half lag time, as Kafka's isr-expiration.
 	isrT := time.NewTicker(r.cfg.ReplicaLagTimeMax / 2)
+	hwT := time.NewTicker(HighWatermarkCheckpointInterval)
 	go func(stop <-chan struct{}) {
 		defer isrT.Stop()
+		defer hwT.Stop()
 		for {
 			select {
 			case <-stop:
@@ -289,6 +314,8 @@ func (r *Replica) startTimers(ctx actor.Context) {
 				root.Send(self, retentionTick{})
 			case <-isrT.C:
 				root.Send(self, isrCheck{})
+			case <-hwT.C:
+				root.Send(self, hwCheckpointTick{})
 			}
 		}
 	}(r.stopTick)
@@ -320,6 +347,7 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		ctx.Send(p.sender, p.resp)
 	}
 	if r.log != nil {
+		r.checkpointHighWatermark()
 		if err := r.log.Close(); err != nil {
 			r.logger.WithError(err).Error("replica: closing log")
 		}
@@ -338,6 +366,9 @@ func (r *Replica) onRetention() {
 	}
 	if n > 0 {
 		r.logger.WithFields(logrus.Fields{"segments": n, "log_start_offset": r.log.LogStartOffset()}).Info("retention deleted segments")
+	}
+	if n := r.log.ExpireProducers(time.Now()); n > 0 {
+		r.logger.WithField("producers", n).Info("expired idle producer ids")
 	}
 }
 
@@ -392,6 +423,10 @@ func codeFor(err error) messages.ErrorCode {
 		return messages.ErrorCode_ERROR_CODE_INVALID_RECORD
 	case errors.Is(err, storage.ErrClosed):
 		return messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return messages.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return messages.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH
 	}
 	return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
 }
