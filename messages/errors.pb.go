@@ -26,8 +26,8 @@ const (
 // ErrorCode is the outcome of a request for one partition. Values and names are
 // Kafka's protocol error codes (without the ERROR_CODE_ prefix), so a
 // Kafka-protocol listener can pass them through unchanged; only the codes that
-// matter to produce, fetch, list-offsets, replication and topic administration
-// are listed. The zero value means success.
+// matter to produce, fetch, list-offsets, replication, topic administration and
+// consumer groups are listed. The zero value means success.
 //
 // Whether a client may retry is fixed per code, as in Kafka; the Go method
 // ErrorCode.Retriable (messages/errors.go) holds that set.
@@ -141,6 +141,24 @@ const (
 	ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE ErrorCode = 80
 	// A reassignment was asked to cancel but none is in progress.
 	ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS ErrorCode = 85
+	// The metadata string of an offset commit is longer than the
+	// coordinator's offset.metadata.max.bytes. Not retriable.
+	ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE ErrorCode = 12
+	// The group coordinator is replaying its offsets topic partition after
+	// taking over, and cannot answer yet. Retriable.
+	ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS ErrorCode = 14
+	// No group coordinator is available: the offsets topic is being created,
+	// its partition has no leader, or an offset commit did not reach the
+	// in-sync replicas. Retriable.
+	ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE ErrorCode = 15
+	// The actor asked is not (or no longer) the coordinator of the group.
+	// Retriable after a new FindCoordinator.
+	ErrorCode_ERROR_CODE_NOT_COORDINATOR ErrorCode = 16
+	// The group id is empty or otherwise unusable. Not retriable.
+	ErrorCode_ERROR_CODE_INVALID_GROUP_ID ErrorCode = 24
+	// The offset commit's records are too large for the offsets topic.
+	// Not retriable.
+	ErrorCode_ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE ErrorCode = 28
 )
 
 // Enum value maps for ErrorCode.
@@ -184,6 +202,12 @@ var (
 		84:  "ERROR_CODE_ELECTION_NOT_NEEDED",
 		80:  "ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE",
 		85:  "ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS",
+		12:  "ERROR_CODE_OFFSET_METADATA_TOO_LARGE",
+		14:  "ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS",
+		15:  "ERROR_CODE_COORDINATOR_NOT_AVAILABLE",
+		16:  "ERROR_CODE_NOT_COORDINATOR",
+		24:  "ERROR_CODE_INVALID_GROUP_ID",
+		28:  "ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":                      0,
@@ -224,6 +248,12 @@ var (
 		"ERROR_CODE_ELECTION_NOT_NEEDED":              84,
 		"ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE":   80,
 		"ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS":      85,
+		"ERROR_CODE_OFFSET_METADATA_TOO_LARGE":        12,
+		"ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS":     14,
+		"ERROR_CODE_COORDINATOR_NOT_AVAILABLE":        15,
+		"ERROR_CODE_NOT_COORDINATOR":                  16,
+		"ERROR_CODE_INVALID_GROUP_ID":                 24,
+		"ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE":       28,
 	}
 )
 
@@ -258,7 +288,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\x9d\v\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\x8a\r\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -298,7 +328,13 @@ const file_messages_errors_proto_rawDesc = "" +
 	"#ERROR_CODE_REASSIGNMENT_IN_PROGRESS\x10<\x12\"\n" +
 	"\x1eERROR_CODE_ELECTION_NOT_NEEDED\x10T\x12-\n" +
 	")ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE\x10P\x12*\n" +
-	"&ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS\x10UB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"&ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS\x10U\x12(\n" +
+	"$ERROR_CODE_OFFSET_METADATA_TOO_LARGE\x10\f\x12+\n" +
+	"'ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS\x10\x0e\x12(\n" +
+	"$ERROR_CODE_COORDINATOR_NOT_AVAILABLE\x10\x0f\x12\x1e\n" +
+	"\x1aERROR_CODE_NOT_COORDINATOR\x10\x10\x12\x1f\n" +
+	"\x1bERROR_CODE_INVALID_GROUP_ID\x10\x18\x12)\n" +
+	"%ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE\x10\x1cB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_errors_proto_rawDescOnce sync.Once

@@ -51,6 +51,12 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED, true},
 		{ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE, true},
 		{ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS, false},
+		{ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE, false},
+		{ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS, true},
+		{ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE, true},
+		{ErrorCode_ERROR_CODE_NOT_COORDINATOR, true},
+		{ErrorCode_ERROR_CODE_INVALID_GROUP_ID, false},
+		{ErrorCode_ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE, false},
 		{ErrorCode(9999), false},
 	}
 	// Every declared code is in the table, so a new code must be classified.
