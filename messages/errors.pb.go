@@ -159,6 +159,37 @@ const (
 	// The offset commit's records are too large for the offsets topic.
 	// Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE ErrorCode = 28
+	// The generation id in the request is not the group's current one: the
+	// member missed a rebalance and must rejoin. Not retriable.
+	ErrorCode_ERROR_CODE_ILLEGAL_GENERATION ErrorCode = 22
+	// The member's protocol type or protocols are not supported by the
+	// group's other members (no protocol all members support), or the first
+	// member joined with an empty protocol type or list. Not retriable.
+	ErrorCode_ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL ErrorCode = 23
+	// The coordinator does not know the member id (it expired or left, or the
+	// group does not exist); rejoin with an empty member id. Not retriable.
+	ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID ErrorCode = 25
+	// The session timeout is outside the coordinator's
+	// [group.min.session.timeout.ms, group.max.session.timeout.ms]. Not
+	// retriable.
+	ErrorCode_ERROR_CODE_INVALID_SESSION_TIMEOUT ErrorCode = 26
+	// The group is rebalancing: the member must (re)join. Not retriable as
+	// such; the client rejoins.
+	ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS ErrorCode = 27
+	// A group with members cannot be deleted (or have its offsets reset).
+	// Not retriable.
+	ErrorCode_ERROR_CODE_NON_EMPTY_GROUP ErrorCode = 68
+	// The group does not exist. Not retriable.
+	ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND ErrorCode = 69
+	// KIP-394: a first join with an empty member id is answered with this code
+	// and the member id the coordinator chose; the member joins again with it.
+	// Not retriable as such.
+	ErrorCode_ERROR_CODE_MEMBER_ID_REQUIRED ErrorCode = 79
+	// The group already has group.max.size members. Not retriable.
+	ErrorCode_ERROR_CODE_GROUP_MAX_SIZE_REACHED ErrorCode = 81
+	// KIP-345: another member has joined with the same group.instance.id since
+	// this member id was given out; this one is fenced. Not retriable.
+	ErrorCode_ERROR_CODE_FENCED_INSTANCE_ID ErrorCode = 82
 )
 
 // Enum value maps for ErrorCode.
@@ -208,6 +239,16 @@ var (
 		16:  "ERROR_CODE_NOT_COORDINATOR",
 		24:  "ERROR_CODE_INVALID_GROUP_ID",
 		28:  "ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE",
+		22:  "ERROR_CODE_ILLEGAL_GENERATION",
+		23:  "ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL",
+		25:  "ERROR_CODE_UNKNOWN_MEMBER_ID",
+		26:  "ERROR_CODE_INVALID_SESSION_TIMEOUT",
+		27:  "ERROR_CODE_REBALANCE_IN_PROGRESS",
+		68:  "ERROR_CODE_NON_EMPTY_GROUP",
+		69:  "ERROR_CODE_GROUP_ID_NOT_FOUND",
+		79:  "ERROR_CODE_MEMBER_ID_REQUIRED",
+		81:  "ERROR_CODE_GROUP_MAX_SIZE_REACHED",
+		82:  "ERROR_CODE_FENCED_INSTANCE_ID",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_UNSPECIFIED":                      0,
@@ -254,6 +295,16 @@ var (
 		"ERROR_CODE_NOT_COORDINATOR":                  16,
 		"ERROR_CODE_INVALID_GROUP_ID":                 24,
 		"ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE":       28,
+		"ERROR_CODE_ILLEGAL_GENERATION":               22,
+		"ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL":      23,
+		"ERROR_CODE_UNKNOWN_MEMBER_ID":                25,
+		"ERROR_CODE_INVALID_SESSION_TIMEOUT":          26,
+		"ERROR_CODE_REBALANCE_IN_PROGRESS":            27,
+		"ERROR_CODE_NON_EMPTY_GROUP":                  68,
+		"ERROR_CODE_GROUP_ID_NOT_FOUND":               69,
+		"ERROR_CODE_MEMBER_ID_REQUIRED":               79,
+		"ERROR_CODE_GROUP_MAX_SIZE_REACHED":           81,
+		"ERROR_CODE_FENCED_INSTANCE_ID":               82,
 	}
 )
 
@@ -288,7 +339,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\x8a\r\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\xf9\x0f\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -334,7 +385,17 @@ const file_messages_errors_proto_rawDesc = "" +
 	"$ERROR_CODE_COORDINATOR_NOT_AVAILABLE\x10\x0f\x12\x1e\n" +
 	"\x1aERROR_CODE_NOT_COORDINATOR\x10\x10\x12\x1f\n" +
 	"\x1bERROR_CODE_INVALID_GROUP_ID\x10\x18\x12)\n" +
-	"%ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE\x10\x1cB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"%ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE\x10\x1c\x12!\n" +
+	"\x1dERROR_CODE_ILLEGAL_GENERATION\x10\x16\x12*\n" +
+	"&ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL\x10\x17\x12 \n" +
+	"\x1cERROR_CODE_UNKNOWN_MEMBER_ID\x10\x19\x12&\n" +
+	"\"ERROR_CODE_INVALID_SESSION_TIMEOUT\x10\x1a\x12$\n" +
+	" ERROR_CODE_REBALANCE_IN_PROGRESS\x10\x1b\x12\x1e\n" +
+	"\x1aERROR_CODE_NON_EMPTY_GROUP\x10D\x12!\n" +
+	"\x1dERROR_CODE_GROUP_ID_NOT_FOUND\x10E\x12!\n" +
+	"\x1dERROR_CODE_MEMBER_ID_REQUIRED\x10O\x12%\n" +
+	"!ERROR_CODE_GROUP_MAX_SIZE_REACHED\x10Q\x12!\n" +
+	"\x1dERROR_CODE_FENCED_INSTANCE_ID\x10RB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_errors_proto_rawDescOnce sync.Once

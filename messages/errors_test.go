@@ -57,6 +57,16 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_NOT_COORDINATOR, true},
 		{ErrorCode_ERROR_CODE_INVALID_GROUP_ID, false},
 		{ErrorCode_ERROR_CODE_INVALID_COMMIT_OFFSET_SIZE, false},
+		{ErrorCode_ERROR_CODE_ILLEGAL_GENERATION, false},
+		{ErrorCode_ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL, false},
+		{ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID, false},
+		{ErrorCode_ERROR_CODE_INVALID_SESSION_TIMEOUT, false},
+		{ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS, false},
+		{ErrorCode_ERROR_CODE_NON_EMPTY_GROUP, false},
+		{ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND, false},
+		{ErrorCode_ERROR_CODE_MEMBER_ID_REQUIRED, false},
+		{ErrorCode_ERROR_CODE_GROUP_MAX_SIZE_REACHED, false},
+		{ErrorCode_ERROR_CODE_FENCED_INSTANCE_ID, false},
 		{ErrorCode(9999), false},
 	}
 	// Every declared code is in the table, so a new code must be classified.
