@@ -10,7 +10,9 @@
 //     at once).
 //
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
-// UNKNOWN_LEADER_EPOCH, INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS,
+// UNKNOWN_LEADER_EPOCH, INVALID_TOPIC_EXCEPTION (a ProduceRequest to an
+// internal topic, which only its coordinator's InternalProduce may write),
+// INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS,
 // MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, KAFKA_STORAGE_ERROR,
 // OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH.
 //
@@ -50,7 +52,9 @@ type parkedProduce struct {
 	bytes    int
 }
 
-func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
+// onProduce appends req's batch; internal says it came as an
+// InternalProduce, the only way into an internal topic's partition.
+func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, internal bool) {
 	start := time.Now()
 	resp := &messages.ProduceResponse{
 		CorrelationId:   req.CorrelationId,
@@ -60,6 +64,9 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
 		LogAppendTimeMs: -1,
 	}
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
+	if code == 0 && r.cfg.Internal && !internal {
+		code, msg = messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION, fmt.Sprintf("topic %s is internal: only the group coordinators write to it", req.Topic)
+	}
 	if code == 0 {
 		switch req.Acks {
 		case messages.Acks_ACKS_NONE, messages.Acks_ACKS_LEADER:

@@ -55,6 +55,12 @@ type Config struct {
 	// Follow, when set, makes this replica a follower of the leader
 	// replica at that PID, for LeaderEpoch.
 	Follow *actor.PID
+	// Internal marks a partition of an internal topic
+	// (messages.OffsetsTopic): its leader refuses ProduceRequests with
+	// INVALID_TOPIC_EXCEPTION and appends only InternalProduce, which
+	// only actors of this host can send (it is not a protobuf message,
+	// so it never crosses hosts).
+	Internal bool
 	// RetentionCheckInterval is how often segments past retention are
 	// deleted (default DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
@@ -96,6 +102,11 @@ type UpdateISR struct {
 // LiveHosts tells a leader which hosts are registered. Followers on the
 // others may not join the ISR and do not hold the high watermark back.
 type LiveHosts struct{ Live map[int32]bool }
+
+// InternalProduce is a ProduceRequest from this host's group coordinator
+// to the leader of an internal topic's partition (see Config.Internal).
+// It is answered with a ProduceResponse, exactly as the request would be.
+type InternalProduce struct{ Request *messages.ProduceRequest }
 
 // ISRChangeFailed tells the leader its proposed ISR change was certainly
 // not committed, so it may propose again.
@@ -190,7 +201,9 @@ func (r *Replica) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.onStarted(ctx)
 	case *messages.ProduceRequest:
-		r.onProduce(ctx, msg)
+		r.onProduce(ctx, msg, false)
+	case *InternalProduce:
+		r.onProduce(ctx, msg.Request, true)
 	case *messages.FetchRequest:
 		r.onFetch(ctx, msg)
 	case *messages.ListOffsetsRequest:
