@@ -82,6 +82,10 @@ type Config struct {
 	// auto.leader.rebalance.enable=true; 0: the default, 300 s; negative
 	// is an error).
 	LeaderImbalanceCheckInterval time.Duration
+	// OffsetsTopicPartitions is the partition count of the internal
+	// offsets topic, if this host's broker is the one that has it created
+	// (Kafka's offsets.topic.num.partitions; 0: 50; negative is an error).
+	OffsetsTopicPartitions int32
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
@@ -120,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LeaderImbalanceCheckInterval < 0 {
 		return c, fmt.Errorf("host: --leader-imbalance-check-interval %v: want a positive duration", c.LeaderImbalanceCheckInterval)
+	}
+	if c.OffsetsTopicPartitions < 0 {
+		return c, fmt.Errorf("host: --offsets-topic-partitions %d: want at least 1", c.OffsetsTopicPartitions)
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
@@ -323,7 +330,7 @@ func (h *Host) start(ctx context.Context) error {
 	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
-		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax,
+		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
 	}), messages.BrokerActorID)
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)

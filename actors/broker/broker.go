@@ -1,9 +1,11 @@
 // Package broker is the per-host broker actor. It follows the cluster
 // metadata in etcd (topics and hosts, written by the controller), keeps a
 // cache of it to answer clients' metadata requests, spawns and stops the
-// partition replica actors this host leads or follows, deletes the logs of
-// deleted topics and of partitions reassigned away from this host, and
-// forwards admin requests to the controller.
+// partition replica actors this host leads or follows (and a group
+// coordinator beside each offsets topic partition it leads,
+// coordinators.go), answers FindCoordinator, deletes the logs of deleted
+// topics and of partitions reassigned away from this host, and forwards
+// admin requests to the controller.
 //
 // Threading: the metadata watch runs on its own goroutine and only posts
 // events to the actor's mailbox; every field is owned by the actor.
@@ -27,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/actorlog/actorlog/actors/controller"
+	"github.com/actorlog/actorlog/actors/coordinator"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -54,7 +57,16 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms for the leaders here
 	// (default replica.DefaultReplicaLagTimeMax).
 	ReplicaLagTimeMax time.Duration
-	Logger            *logrus.Entry
+	// OffsetsTopicPartitions is the partition count of the offsets topic
+	// when this broker has it created (default
+	// DefaultOffsetsTopicPartitions).
+	OffsetsTopicPartitions int32
+	// NewMembership returns the membership core of the coordinator of
+	// offsets topic partition p (nil, or a nil result: the coordinator's
+	// permissive default, coordinator.AllowAll). Called on the actor's
+	// goroutine.
+	NewMembership func(p int32) coordinator.Membership
+	Logger        *logrus.Entry
 }
 
 // Drain asks the broker to stop its replicas after they have served every
@@ -92,7 +104,10 @@ type tp struct {
 }
 
 type running struct {
-	pid            *actor.PID
+	pid *actor.PID
+	// coordinator is the group coordinator beside a leader replica of the
+	// offsets topic, nil for other replicas.
+	coordinator    *actor.PID
 	epoch          int32
 	partitionEpoch int32
 	topicID        string
@@ -111,6 +126,12 @@ type Broker struct {
 	synced   bool
 	// producerIDs serves InitProducerId (created on first use).
 	producerIDs *cluster.ProducerIDAllocator
+	// coordinatorTopics is the last partition counts sent to the
+	// coordinators; offsetsTopicAsking and offsetsTopicAskedAt pace the
+	// requests to create the offsets topic (coordinators.go).
+	coordinatorTopics   map[string]int32
+	offsetsTopicAsking  bool
+	offsetsTopicAskedAt time.Time
 
 	cancel context.CancelFunc
 }
@@ -119,6 +140,9 @@ type Broker struct {
 func Props(cfg Config) *actor.Props {
 	if cfg.AdminTimeout <= 0 {
 		cfg.AdminTimeout = 15 * time.Second
+	}
+	if cfg.OffsetsTopicPartitions <= 0 {
+		cfg.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -160,6 +184,10 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.describeCluster(ctx, msg)
 	case *messages.InitProducerIdRequest:
 		b.initProducerID(ctx, msg)
+	case *messages.FindCoordinatorRequest:
+		b.findCoordinator(ctx, msg)
+	case offsetsTopicAsked:
+		b.offsetsTopicAsking = false
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,
 		*messages.ElectLeadersRequest, *messages.ReassignPartitionsRequest:
 		b.forwardAdmin(ctx, msg.(proto.Message))
@@ -257,6 +285,7 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 		b.removeStrayDirs()
 	}
 	b.reconcile(ctx)
+	b.updateCoordinatorTopics(ctx)
 	// A watch that started over may have missed a reassignment away.
 	for name, t := range b.topics {
 		if o := old[name]; o != nil && o.TopicId == t.TopicId {
@@ -273,6 +302,7 @@ func (b *Broker) onTopicChanged(ctx actor.Context, m topicChanged) {
 		b.topics[m.name] = m.topic
 	}
 	b.reconcile(ctx)
+	b.updateCoordinatorTopics(ctx)
 	if old != nil && m.topic != nil && old.TopicId == m.topic.TopicId {
 		b.removeLeftPartitions(old, m.topic)
 	}
@@ -450,7 +480,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		follow = actor.NewPID(b.hosts[p.Leader].AdvertisedAddress, messages.ReplicaActorID(t.Name, p.Partition))
 	}
 	pid, err := ctx.SpawnNamed(replica.Props(replica.Config{
-		Follow: follow, ProposeISR: propose,
+		Follow: follow, ProposeISR: propose, Internal: messages.IsInternalTopic(t.Name),
 		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
@@ -461,7 +491,11 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		log.WithError(err).Error("cannot spawn replica")
 		return
 	}
-	b.replicas[key] = &running{pid: pid, epoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch, topicID: t.TopicId, configs: t.Configs}
+	r := &running{pid: pid, epoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch, topicID: t.TopicId, configs: t.Configs}
+	if t.Name == messages.OffsetsTopic && follow == nil {
+		r.coordinator = b.spawnCoordinator(ctx, t, p, pid)
+	}
+	b.replicas[key] = r
 	ctx.Send(pid, b.liveHosts())
 }
 
@@ -490,14 +524,29 @@ func (b *Broker) claimDir(dir, topicID string) error {
 	return nil
 }
 
+// stopReplica stops a replica (and the coordinator beside it, first, so
+// that it writes nothing more) and reports replicaStopped once both have
+// stopped.
 func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 	r := b.replicas[key]
 	b.stopping[key] = true
-	ctx.ReenterAfter(ctx.StopFuture(r.pid), func(_ any, err error) {
+	stopReplica := func() {
+		ctx.ReenterAfter(ctx.StopFuture(r.pid), func(_ any, err error) {
+			if err != nil {
+				b.logger.WithError(err).WithField("topic", key.topic).Warn("waiting for replica to stop")
+			}
+			ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
+		})
+	}
+	if r.coordinator == nil {
+		stopReplica()
+		return
+	}
+	ctx.ReenterAfter(ctx.StopFuture(r.coordinator), func(_ any, err error) {
 		if err != nil {
-			b.logger.WithError(err).WithField("topic", key.topic).Warn("waiting for replica to stop")
+			b.logger.WithError(err).WithField("partition", key.partition).Warn("waiting for the group coordinator to stop")
 		}
-		ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
+		stopReplica()
 	})
 }
 
@@ -576,6 +625,9 @@ func (b *Broker) onDrain(ctx actor.Context) {
 	}
 	var futures []*actor.Future
 	for key, r := range b.replicas {
+		if r.coordinator != nil {
+			futures = append(futures, ctx.PoisonFuture(r.coordinator))
+		}
 		futures = append(futures, ctx.PoisonFuture(r.pid))
 		delete(b.replicas, key)
 	}

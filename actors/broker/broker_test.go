@@ -46,17 +46,21 @@ type host1 struct {
 	dataDir   string
 }
 
-func startHost1(t *testing.T, s *cluster.Store, addr string) host1 {
+func startHost1(t *testing.T, s *cluster.Store, addr string, opts ...func(*broker.Config)) host1 {
 	t.Helper()
 	h := host1{sys: actor.NewActorSystem(), dataDir: t.TempDir()}
 	logger := clustertest.Logger(t)
 	t.Cleanup(h.sys.Shutdown)
 	h.ctrl = h.sys.Root.Spawn(controller.Props(controller.Config{HostID: 1, Store: s, RequestTimeout: timeout, Logger: logger}))
-	var err error
-	h.brk, err = h.sys.Root.SpawnNamed(broker.Props(broker.Config{
+	cfg := broker.Config{
 		HostID: 1, Address: addr, DataDir: h.dataDir, Store: s, Logger: logger,
 		Controller: func() *actor.PID { return h.ctrl },
-	}), messages.BrokerActorID)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var err error
+	h.brk, err = h.sys.Root.SpawnNamed(broker.Props(cfg), messages.BrokerActorID)
 	if err != nil {
 		t.Fatalf("spawn broker: %v", err)
 	}

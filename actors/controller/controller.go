@@ -140,7 +140,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.onLiveHosts(ctx, msg)
 	case retryReconcile:
 		c.onRetryReconcile(ctx, msg)
-	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest:
+	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,
+		*messages.CreateOffsetsTopicRequest:
 		c.onAdmin(ctx, msg.(proto.Message))
 	case *messages.AlterPartitionRequest:
 		c.onAlterPartition(ctx, msg)
@@ -238,16 +239,20 @@ func (c *Controller) onAdmin(ctx actor.Context, msg proto.Message) {
 	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 	defer cancel()
 	var topic *messages.TopicMetadata
-	var err error
-	switch m := msg.(type) {
-	case *messages.CreateTopicRequest:
-		topic, err = c.createTopic(rctx, m)
-	case *messages.DeleteTopicRequest:
-		err = c.cfg.Store.DeleteTopic(rctx, *c.fence, m.Name)
-	case *messages.CreatePartitionsRequest:
-		topic, err = c.createPartitions(rctx, m)
-	case *messages.AlterTopicConfigsRequest:
-		topic, err = c.alterConfigs(rctx, m)
+	err := refuseInternal(msg)
+	if err == nil {
+		switch m := msg.(type) {
+		case *messages.CreateTopicRequest:
+			topic, err = c.createTopic(rctx, m)
+		case *messages.DeleteTopicRequest:
+			err = c.cfg.Store.DeleteTopic(rctx, *c.fence, m.Name)
+		case *messages.CreatePartitionsRequest:
+			topic, err = c.createPartitions(rctx, m)
+		case *messages.AlterTopicConfigsRequest:
+			topic, err = c.alterConfigs(rctx, m)
+		case *messages.CreateOffsetsTopicRequest:
+			topic, err = c.createOffsetsTopic(rctx, m)
+		}
 	}
 	resp := &messages.AdminResponse{CorrelationId: corr, Topic: topic}
 	if err != nil {
@@ -354,37 +359,47 @@ func (c *Controller) liveHosts(ctx context.Context) ([]int32, error) {
 }
 
 func (c *Controller) createTopic(ctx context.Context, m *messages.CreateTopicRequest) (*messages.TopicMetadata, error) {
-	if err := cluster.ValidateTopicName(m.Name); err != nil {
+	t, err := c.newTopic(ctx, m.Name, m.Partitions, m.ReplicationFactor, m.Configs)
+	if err != nil {
 		return nil, err
 	}
-	if m.Partitions < 1 {
-		return nil, fmt.Errorf("%w: %d partitions (need at least 1)", cluster.ErrInvalidPartitions, m.Partitions)
+	c.logger.WithFields(logrus.Fields{"topic": m.Name, "partitions": m.Partitions, "replication_factor": m.ReplicationFactor}).Info("created topic")
+	return t, nil
+}
+
+// newTopic validates a new topic, places its replicas on the live hosts
+// and stores it.
+func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf int32, configs map[string]string) (*messages.TopicMetadata, error) {
+	if err := cluster.ValidateTopicName(name); err != nil {
+		return nil, err
 	}
-	if m.ReplicationFactor < 1 {
-		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor)
+	if partitions < 1 {
+		return nil, fmt.Errorf("%w: %d partitions (need at least 1)", cluster.ErrInvalidPartitions, partitions)
 	}
-	if c.cfg.MaxReplicationFactor > 0 && m.ReplicationFactor > c.cfg.MaxReplicationFactor {
-		return nil, fmt.Errorf("%w: replication factor %d is above the maximum %d", cluster.ErrInvalidReplicationFactor, m.ReplicationFactor, c.cfg.MaxReplicationFactor)
+	if rf < 1 {
+		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, rf)
 	}
-	if err := cluster.ValidateTopicConfigs(m.Configs); err != nil {
+	if c.cfg.MaxReplicationFactor > 0 && rf > c.cfg.MaxReplicationFactor {
+		return nil, fmt.Errorf("%w: replication factor %d is above the maximum %d", cluster.ErrInvalidReplicationFactor, rf, c.cfg.MaxReplicationFactor)
+	}
+	if err := cluster.ValidateTopicConfigs(configs); err != nil {
 		return nil, err
 	}
 	hosts, err := c.liveHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	assign, err := cluster.AssignReplicas(hosts, int(m.Partitions), int(m.ReplicationFactor), -1)
+	assign, err := cluster.AssignReplicas(hosts, int(partitions), int(rf), -1)
 	if err != nil {
 		return nil, err
 	}
-	t := &messages.TopicMetadata{Name: m.Name, TopicId: cluster.NewTopicID(), Configs: m.Configs, ReplicationFactor: m.ReplicationFactor}
+	t := &messages.TopicMetadata{Name: name, TopicId: cluster.NewTopicID(), Configs: configs, ReplicationFactor: rf}
 	for i, replicas := range assign {
 		t.Partitions = append(t.Partitions, newPartition(int32(i), replicas))
 	}
 	if err := c.cfg.Store.CreateTopic(ctx, *c.fence, t); err != nil {
 		return nil, err
 	}
-	c.logger.WithFields(logrus.Fields{"topic": m.Name, "partitions": m.Partitions, "replication_factor": m.ReplicationFactor}).Info("created topic")
 	return t, nil
 }
 
@@ -452,7 +467,7 @@ func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicCon
 // codeFor maps a cluster error to the code a client gets.
 func codeFor(err error) messages.ErrorCode {
 	switch {
-	case errors.Is(err, cluster.ErrInvalidTopic):
+	case errors.Is(err, cluster.ErrInvalidTopic), errors.Is(err, ErrInternalTopic):
 		return messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION
 	case errors.Is(err, cluster.ErrTopicExists):
 		return messages.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS

@@ -13,10 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/host"
+	"github.com/actorlog/actorlog/messages"
 )
 
 func newHostCmd(g *globals) *cobra.Command {
@@ -97,6 +99,8 @@ command line wins over the environment, which wins over the file.`,
 	f.DurationVar(&cfg.ReplicaLagTimeMax, "replica-lag-time-max", replica.DefaultReplicaLagTimeMax, "a follower that has not caught up for this long leaves the ISR")
 	f.DurationVar(&cfg.LeaderImbalanceCheckInterval, "leader-imbalance-check-interval", controller.DefaultLeaderImbalanceCheckInterval,
 		"how often the controller moves leadership back to preferred replicas (where a host's imbalance exceeds 10%)")
+	f.Int32Var(&cfg.OffsetsTopicPartitions, "offsets-topic-partitions", broker.DefaultOffsetsTopicPartitions,
+		"partitions of the internal "+messages.OffsetsTopic+" topic, when this host has it created (on the first consumer group use)")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	return cmd
 }

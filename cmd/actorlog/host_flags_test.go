@@ -65,6 +65,7 @@ func TestHostBadStartInput(t *testing.T) {
 		{"bad name", []string{"--name", "no/slash"}, "host name"},
 		{"bad lease", []string{"--lease-ttl", "500ms"}, "below etcd's minimum"},
 		{"bad leader imbalance check interval", []string{"--leader-imbalance-check-interval", "-2s"}, "want a positive duration"},
+		{"bad offsets topic partitions", []string{"--offsets-topic-partitions", "-1"}, "--offsets-topic-partitions -1: want at least 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,96 @@
+// internal.go: the internal offsets topic (messages.OffsetsTopic). Brokers
+// ask for it on the first FindCoordinator (CreateOffsetsTopicRequest), as
+// Kafka creates __consumer_offsets on first use; the controller chooses
+// its replication factor and configs. Users may not create it themselves,
+// delete it, or add partitions to it (that would move groups to other
+// coordinators): INVALID_TOPIC_EXCEPTION.
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/messages"
+)
+
+// ErrInternalTopic means an admin request would create, delete or
+// repartition an internal topic.
+var ErrInternalTopic = errors.New("controller: operation not allowed on an internal topic")
+
+// OffsetsTopicReplicationFactor is the offsets topic's replication factor
+// when that many hosts are live (Kafka's
+// offsets.topic.replication.factor); with fewer, it has one replica per
+// live host.
+const OffsetsTopicReplicationFactor = 3
+
+// OffsetsTopicSegmentBytes is the offsets topic's segment size (Kafka's
+// offsets.topic.segment.bytes).
+const OffsetsTopicSegmentBytes = 100 << 20
+
+// OffsetsTopicConfigs are the offsets topic's config overrides. Kafka
+// compacts the topic (cleanup.policy=compact), keeping each key's last
+// record forever. Compaction does not exist here yet, so the topic keeps
+// its whole log instead: retention by time and size is off, so committed
+// offsets never expire with log retention (a coordinator replays the log
+// from its start; compaction will bound that replay).
+func OffsetsTopicConfigs() map[string]string {
+	return map[string]string{
+		cluster.ConfigRetentionMs:    "-1",
+		cluster.ConfigRetentionBytes: "-1",
+		cluster.ConfigSegmentBytes:   fmt.Sprint(OffsetsTopicSegmentBytes),
+	}
+}
+
+// refuseInternal refuses user admin requests that would create, delete or
+// repartition an internal topic.
+func refuseInternal(msg proto.Message) error {
+	var name, op string
+	switch m := msg.(type) {
+	case *messages.CreateTopicRequest:
+		name, op = m.Name, "created by hand: the cluster creates it on the first FindCoordinator"
+	case *messages.DeleteTopicRequest:
+		name, op = m.Name, "deleted: it holds the consumer groups' committed offsets"
+	case *messages.CreatePartitionsRequest:
+		name, op = m.Name, "given more partitions: groups would move to other coordinators"
+	}
+	if name != "" && messages.IsInternalTopic(name) {
+		return fmt.Errorf("%w: %s is internal and cannot be %s", ErrInternalTopic, name, op)
+	}
+	return nil
+}
+
+// createOffsetsTopic creates the offsets topic with m.Partitions
+// partitions, min(OffsetsTopicReplicationFactor, live hosts) replicas
+// (capped by Config.MaxReplicationFactor) and OffsetsTopicConfigs, or
+// returns it as it is if it exists.
+func (c *Controller) createOffsetsTopic(ctx context.Context, m *messages.CreateOffsetsTopicRequest) (*messages.TopicMetadata, error) {
+	if t, _, err := c.cfg.Store.GetTopic(ctx, messages.OffsetsTopic); err == nil {
+		return t, nil
+	} else if !errors.Is(err, cluster.ErrUnknownTopic) {
+		return nil, err
+	}
+	hosts, err := c.liveHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rf := min(OffsetsTopicReplicationFactor, int32(len(hosts)))
+	if c.cfg.MaxReplicationFactor > 0 {
+		rf = min(rf, c.cfg.MaxReplicationFactor)
+	}
+	t, err := c.newTopic(ctx, messages.OffsetsTopic, m.Partitions, rf, OffsetsTopicConfigs())
+	if errors.Is(err, cluster.ErrTopicExists) {
+		// Another broker's request won the race.
+		t, _, err = c.cfg.Store.GetTopic(ctx, messages.OffsetsTopic)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controller: create %s: %w", messages.OffsetsTopic, err)
+	}
+	c.logger.WithFields(logrus.Fields{"topic": t.Name, "partitions": len(t.Partitions), "replication_factor": t.ReplicationFactor}).Info("created the internal offsets topic")
+	return t, nil
+}
