@@ -51,6 +51,8 @@ type Client struct {
 	health *health
 	// lastGood is the index of the bootstrap host that answered last.
 	lastGood atomic.Int32
+	// coordinators caches the group coordinators found (groups.go).
+	coordinators coordinatorCache
 }
 
 // New starts the client's actor system and remote endpoint. It does not

@@ -218,11 +218,13 @@ func (h *hostProc) mustCLI(stdin string, args ...string) string {
 	return out
 }
 
-func newClient(t *testing.T, addr string) *client.Client {
+// newClient returns a client bootstrapping from addr and more, closed at
+// cleanup.
+func newClient(t *testing.T, addr string, more ...string) *client.Client {
 	t.Helper()
 	l := logrus.New()
 	l.SetOutput(io.Discard)
-	c, err := client.New(client.Config{Bootstrap: []string{addr}, Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second})
+	c, err := client.New(client.Config{Bootstrap: append([]string{addr}, more...), Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
