@@ -119,3 +119,24 @@ func (x *ListOffsetsResponse) Err() error { return x.GetErrorCode().Err(x.GetErr
 func (x *OffsetForLeaderEpochResponse) Err() error {
 	return x.GetErrorCode().Err(x.GetErrorMessage())
 }
+
+// Err returns the response's error_code and error_message as an error, or nil
+// on success. Safe on a nil response (returns nil).
+func (x *JoinGroupResponse) Err() error { return x.GetErrorCode().Err(x.GetErrorMessage()) }
+
+// Err returns the response's error_code and error_message as an error, or nil
+// on success. Safe on a nil response (returns nil).
+func (x *SyncGroupResponse) Err() error { return x.GetErrorCode().Err(x.GetErrorMessage()) }
+
+// Err returns the response's error_code and error_message as an error, or nil
+// on success. Safe on a nil response (returns nil).
+func (x *HeartbeatResponse) Err() error { return x.GetErrorCode().Err(x.GetErrorMessage()) }
+
+// Err returns the response's group-level error_code and error_message as an
+// error, or nil; per-member results are not looked at. Safe on a nil
+// response (returns nil).
+func (x *LeaveGroupResponse) Err() error { return x.GetErrorCode().Err(x.GetErrorMessage()) }
+
+// Err returns the response's error_code and error_message as an error, or nil
+// on success. Safe on a nil response (returns nil).
+func (x *ListGroupsResponse) Err() error { return x.GetErrorCode().Err(x.GetErrorMessage()) }

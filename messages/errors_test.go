@@ -199,6 +199,11 @@ func TestResponseErr(t *testing.T) {
 		{"list offsets", &ListOffsetsResponse{}, &ListOffsetsResponse{ErrorCode: code, ErrorMessage: "m"}},
 		{"offset for leader epoch", &OffsetForLeaderEpochResponse{},
 			&OffsetForLeaderEpochResponse{ErrorCode: code, ErrorMessage: "m"}},
+		{"join group", &JoinGroupResponse{}, &JoinGroupResponse{ErrorCode: code, ErrorMessage: "m"}},
+		{"sync group", &SyncGroupResponse{}, &SyncGroupResponse{ErrorCode: code, ErrorMessage: "m"}},
+		{"heartbeat", &HeartbeatResponse{}, &HeartbeatResponse{ErrorCode: code, ErrorMessage: "m"}},
+		{"leave group", &LeaveGroupResponse{}, &LeaveGroupResponse{ErrorCode: code, ErrorMessage: "m"}},
+		{"list groups", &ListGroupsResponse{}, &ListGroupsResponse{ErrorCode: code, ErrorMessage: "m"}},
 		{"nil response", (*ProduceResponse)(nil), &ProduceResponse{ErrorCode: code, ErrorMessage: "m"}},
 	}
 	for _, tt := range tests {
