@@ -420,8 +420,33 @@ func TestPreferredLeaderReturnsAutomatically(t *testing.T) {
 	hosts[0].mustCLI("a\nb\nc\n", "produce", topic)
 	id := restartPreferredLeader(t, hosts, topic, syscall.SIGTERM)
 	start := time.Now()
-	rows := preferredLeadersBack(t, hosts[0], topic, 30*time.Second)
-	t.Logf("host %d leads its preferred partitions again %v after its replicas were back in sync", id, time.Since(start).Round(time.Millisecond))
+	// The automatic rebalance moves a host's partitions back while more
+	// than 10 % of those it prefers are led elsewhere (Kafka's
+	// leader.imbalance.per.broker.percentage): at least 9 of its 10 come
+	// back by themselves (one whose replica was not yet in sync at the
+	// check may stay, as in Kafka); elect-leaders brings any rest.
+	clustertest.WaitFor(t, 30*time.Second, func() error {
+		rows, err := describeReplicas(hosts[0], topic)
+		if err != nil {
+			return err
+		}
+		prefers, leads := 0, 0
+		for _, r := range rows {
+			if r.replicas[0] == id {
+				prefers++
+				if r.leader == id {
+					leads++
+				}
+			}
+		}
+		if 10*(prefers-leads) > prefers {
+			return fmt.Errorf("host %d leads %d of the %d partitions it prefers", id, leads, prefers)
+		}
+		return nil
+	})
+	t.Logf("host %d leads its preferred partitions again (within 10 %%) %v after its replicas were back in sync", id, time.Since(start).Round(time.Millisecond))
+	hosts[1].mustCLI("", "topics", "elect-leaders", topic)
+	rows := preferredLeadersBack(t, hosts[0], topic, 10*time.Second)
 
 	// Make one partition prefer its follower: that host now prefers 11
 	// and leads 10 (9 % not led), below the 10 % threshold.
