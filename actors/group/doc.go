@@ -30,6 +30,14 @@
 // Heartbeat, Leave, CanCommit and Delete answer at once. Describe and Listed
 // are read-only views.
 //
+// # Durability (Snapshot, Restore)
+//
+// When a group is Durable (Stable or Empty), Snapshot is what the
+// coordinator writes to the offsets topic (Kafka's GroupMetadataValue):
+// generation, protocol, leader, members and assignments. A coordinator that
+// takes over after a failover rebuilds the group with Restore, so members
+// keep their ids, generation and assignments.
+//
 // # Assignors
 //
 // Assignment is client-side in Kafka: the member the coordinator names leader
