@@ -3,7 +3,8 @@
 // cache of it to answer clients' metadata requests, spawns and stops the
 // partition replica actors this host leads or follows (and a group
 // coordinator beside each offsets topic partition it leads,
-// coordinators.go), answers FindCoordinator, deletes the logs of deleted
+// coordinators.go), answers FindCoordinator and ListGroups (the groups of
+// its coordinators), deletes the logs of deleted
 // topics and of partitions reassigned away from this host, and forwards
 // admin requests to the controller.
 //
@@ -30,6 +31,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/coordinator"
+	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -66,7 +68,10 @@ type Config struct {
 	// permissive default, coordinator.AllowAll). Called on the actor's
 	// goroutine.
 	NewMembership func(p int32) coordinator.Membership
-	Logger        *logrus.Entry
+	// Group is the settings of the coordinators' groups (nil: Kafka's
+	// defaults, group.DefaultConfig).
+	Group  *group.Config
+	Logger *logrus.Entry
 }
 
 // Drain asks the broker to stop its replicas after they have served every
@@ -186,6 +191,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.initProducerID(ctx, msg)
 	case *messages.FindCoordinatorRequest:
 		b.findCoordinator(ctx, msg)
+	case *messages.ListGroupsRequest:
+		b.listGroups(ctx, msg)
 	case offsetsTopicAsked:
 		b.offsetsTopicAsking = false
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,

@@ -12,12 +12,22 @@
 // for; the partition has no leader; or the leader's host is not known
 // here yet). A coordinator that is still loading answers its own
 // COORDINATOR_LOAD_IN_PROGRESS.
+//
+// ListGroups: the groups of every coordinator on this host, merged and
+// sorted (clients ask every live host). Error codes:
+// COORDINATOR_LOAD_IN_PROGRESS (a coordinator here is loading: its groups
+// are missing), COORDINATOR_NOT_AVAILABLE (one did not answer); the groups
+// of the others are listed all the same. A coordinator whose partition's
+// leadership just moved is left out: its groups are listed by the new one.
 
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -116,7 +126,7 @@ func (b *Broker) spawnCoordinator(ctx actor.Context, t *messages.TopicMetadata, 
 	}
 	cpid, err := ctx.SpawnNamed(coordinator.Props(coordinator.Config{
 		Partition: p.Partition, Partitions: int32(len(t.Partitions)), LeaderEpoch: p.LeaderEpoch,
-		Replica: pid, Topics: b.topicPartitionCounts(), Membership: m, Logger: b.cfg.Logger,
+		Replica: pid, Topics: b.topicPartitionCounts(), Membership: m, Group: b.cfg.Group, Logger: b.cfg.Logger,
 	}), messages.CoordinatorActorName(p.Partition))
 	if err != nil {
 		b.logger.WithError(err).WithField("partition", p.Partition).Error("cannot spawn the group coordinator")
@@ -150,4 +160,51 @@ func (b *Broker) updateCoordinatorTopics(ctx actor.Context) {
 			ctx.Send(r.coordinator, &coordinator.Topics{Partitions: counts})
 		}
 	}
+}
+
+// listGroups asks every coordinator of this host for its groups, on a
+// goroutine that touches no broker state, and answers with them merged.
+func (b *Broker) listGroups(ctx actor.Context, req *messages.ListGroupsRequest) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	var crds []*actor.PID
+	for key, r := range b.replicas {
+		if r.coordinator != nil && !b.stopping[key] {
+			crds = append(crds, r.coordinator)
+		}
+	}
+	root, timeout, logger := ctx.ActorSystem().Root, b.cfg.AdminTimeout, b.logger
+	go func() {
+		futures := make([]*actor.Future, len(crds))
+		for i, pid := range crds {
+			futures[i] = root.RequestFuture(pid, &messages.ListGroupsRequest{CorrelationId: req.CorrelationId, StatesFilter: req.StatesFilter}, timeout)
+		}
+		resp := &messages.ListGroupsResponse{CorrelationId: req.CorrelationId}
+		var problems []string
+		for i, f := range futures {
+			res, err := f.Result()
+			lr, ok := res.(*messages.ListGroupsResponse)
+			switch {
+			case errors.Is(err, actor.ErrDeadLetter):
+				// Stopped meanwhile: its partition moved.
+			case err != nil || !ok:
+				logger.WithError(err).WithField("coordinator", crds[i].Id).Warn("a group coordinator did not answer ListGroups")
+				resp.ErrorCode = messages.ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE
+				problems = append(problems, fmt.Sprintf("%s did not answer", crds[i].Id))
+			case lr.ErrorCode == messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR:
+			case lr.ErrorCode != 0:
+				if resp.ErrorCode == 0 {
+					resp.ErrorCode = lr.ErrorCode
+				}
+				problems = append(problems, lr.ErrorMessage)
+			default:
+				resp.Groups = append(resp.Groups, lr.Groups...)
+			}
+		}
+		slices.SortFunc(resp.Groups, func(x, y *messages.ListedGroup) int { return strings.Compare(x.GroupId, y.GroupId) })
+		resp.ErrorMessage = strings.Join(problems, "; ")
+		root.Send(sender, resp)
+	}()
 }

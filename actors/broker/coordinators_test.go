@@ -1,9 +1,9 @@
 // coordinators_test.go: FindCoordinator through a broker against a real
 // embedded etcd — the first request has the offsets topic created, the
 // answer names the coordinator the broker runs beside the partition's
-// leader, commits go through it, users cannot delete or reshape the
-// topic, and when the host's leadership lapses and comes back the new
-// coordinator has the commits.
+// leader, commits go through it, ListGroups lists its groups, users cannot
+// delete or reshape the topic, and when the host's leadership lapses and
+// comes back the new coordinator has the commits.
 
 package broker_test
 
@@ -115,6 +115,26 @@ func TestFindCoordinatorCreatesTheOffsetsTopic(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The broker lists the groups of its coordinators: billing, Empty
+	// (committed offsets, no members), once its other coordinators have
+	// loaded too.
+	clustertest.WaitFor(t, 15*time.Second, func() error {
+		lr, err := request[*messages.ListGroupsResponse](t, h.sys, h.brk, &messages.ListGroupsRequest{CorrelationId: 6})
+		if err != nil {
+			return err
+		}
+		if err := lr.Err(); err != nil {
+			return err
+		}
+		if lr.CorrelationId != 6 || len(lr.Groups) != 1 || lr.Groups[0].GroupId != group || lr.Groups[0].GroupState != "Empty" {
+			t.Fatalf("list groups: %v; want billing, Empty", lr)
+		}
+		return nil
+	})
+	if lr, err := request[*messages.ListGroupsResponse](t, h.sys, h.brk, &messages.ListGroupsRequest{StatesFilter: []string{"Stable"}}); err != nil || len(lr.Groups) != 0 {
+		t.Fatalf("list stable groups: %v, %v; want none", lr, err)
+	}
 
 	// Host 1's lease goes: the partition has no leader, the coordinator
 	// stops; when it returns it leads at a new epoch and its new

@@ -129,7 +129,14 @@ func (c *Coordinator) onCommit(ctx actor.Context, req *messages.OffsetCommitRequ
 	}
 	sender := ctx.Sender()
 	log := c.logger.WithFields(logrus.Fields{"group": req.GroupId, "member": req.MemberId, "generation": req.GenerationId, "offsets": len(writes)})
+	e := c.groups.get(req.GroupId)
+	if e != nil {
+		e.commits++
+	}
 	c.appendRecords(ctx, recs, func(base int64, code messages.ErrorCode, msg string) {
+		if e != nil {
+			defer c.commitDone(e)
+		}
 		if code != 0 {
 			log.WithFields(logrus.Fields{"code": code.ShortName(), "error": msg}).Info("offset commit not written")
 			resp = commitError(req, code, msg)
@@ -174,13 +181,13 @@ func (c *Coordinator) appendRecords(ctx actor.Context, recs []record.Record, don
 		resp, err := answerAs[*messages.ProduceResponse](res, err)
 		switch {
 		case errors.Is(err, actor.ErrDeadLetter):
-			c.fence(fmt.Sprintf("the replica is gone: %v", err))
+			c.fence(ctx, fmt.Sprintf("the replica is gone: %v", err))
 			done(-1, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, "the partition's leader replica is gone")
 		case err != nil:
 			done(-1, messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, fmt.Sprintf("the leader replica did not answer: %v", err))
 		case resp.ErrorCode != 0:
 			if leadershipLost(resp.ErrorCode) {
-				c.fence(fmt.Sprintf("the replica refused a write: %v", resp.Err()))
+				c.fence(ctx, fmt.Sprintf("the replica refused a write: %v", resp.Err()))
 			}
 			done(-1, commitErrorFor(resp.ErrorCode), resp.ErrorMessage)
 		default:

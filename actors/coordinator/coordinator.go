@@ -18,12 +18,20 @@
 //     nothing the previous leader wrote is missed), rebuilding the
 //     committed offsets and handing group metadata records to the
 //     membership core; requests get COORDINATOR_LOAD_IN_PROGRESS;
-//   - active: OffsetCommit (commit.go) and OffsetFetch (fetch.go);
-//   - not coordinator: the replica lost leadership; NOT_COORDINATOR.
+//   - active: OffsetCommit (commit.go), OffsetFetch (fetch.go), the
+//     membership requests JoinGroup, SyncGroup, Heartbeat and LeaveGroup
+//     (members.go) and the admin requests DescribeGroups, ListGroups and
+//     DeleteGroups (admin.go);
+//   - not coordinator: the replica lost leadership; NOT_COORDINATOR, and
+//     the groups are unloaded (waiting joins and syncs get NOT_COORDINATOR).
 //
-// The membership core (join, sync, heartbeat, generations) is reached
-// through the Membership seam (membership.go); until it is plugged in,
-// AllowAll accepts every commit.
+// Each group is a group.Group, the pure membership core of actors/group
+// (groups.go); the coordinator feeds it requests and carries out its
+// Effects: replies, one timer re-armed at the groups' next wake that drives
+// Tick, and the group metadata records it writes after each completed
+// rebalance and when a group empties, which a new coordinator replays to
+// restore the groups. The same groups decide which offset commits are
+// accepted, through the Membership seam (membership.go).
 //
 // Threading: all state is owned by the actor; replica answers come back
 // through ReenterAfter continuations and timers post messages.
@@ -36,6 +44,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -72,8 +81,15 @@ type Config struct {
 	// Topics holds the partition counts of the cluster's topics, against
 	// which commits are checked (updated with Topics messages).
 	Topics map[string]int32
-	// Membership is the membership core (default AllowAll).
+	// Membership decides offset commits and gets the group metadata
+	// replayed while loading. Default (nil): the coordinator's own groups.
+	// Another one (a test's) takes over commits and replay; the group
+	// requests are still served by the coordinator's groups, which then
+	// start empty.
 	Membership Membership
+	// Group is the groups' settings (default group.DefaultConfig(),
+	// Kafka's).
+	Group *group.Config
 	// MaxMetadataSize is the longest metadata string of a commit (default
 	// DefaultMaxMetadataSize).
 	MaxMetadataSize int
@@ -99,6 +115,9 @@ type State struct {
 	// Groups and Offsets count the groups with committed offsets and the
 	// offsets.
 	Groups, Offsets int
+	// HostedGroups counts the groups hosted (with or without offsets),
+	// Members their members.
+	HostedGroups, Members int
 	// LoadedRecords is how many records loading replayed.
 	LoadedRecords int
 	// InFlight is how many writes wait for the replica.
@@ -119,6 +138,7 @@ type Coordinator struct {
 	logger     *logrus.Entry
 	behavior   actor.Behavior
 	membership Membership
+	groups     *groupSet
 	table      *OffsetTable
 	topics     map[string]int32
 
@@ -129,6 +149,10 @@ type Coordinator struct {
 
 	nextID   int64
 	inflight map[int64]func(base int64, code messages.ErrorCode, msg string)
+
+	// groupTimer fires at groupWake, the groups' next wake.
+	groupTimer *time.Timer
+	groupWake  time.Time
 }
 
 // loadProgress is where loading stands.
@@ -149,8 +173,9 @@ func Props(cfg Config) *actor.Props {
 
 // New returns a coordinator actor (Props wraps it).
 func New(cfg Config) *Coordinator {
-	if cfg.Membership == nil {
-		cfg.Membership = AllowAll{}
+	if cfg.Group == nil {
+		def := group.DefaultConfig()
+		cfg.Group = &def
 	}
 	if cfg.MaxMetadataSize <= 0 {
 		cfg.MaxMetadataSize = DefaultMaxMetadataSize
@@ -164,14 +189,19 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
+	logger := cfg.Logger.WithFields(logrus.Fields{"component": "coordinator", "partition": cfg.Partition, "leader_epoch": cfg.LeaderEpoch})
 	c := &Coordinator{
 		cfg:        cfg,
-		logger:     cfg.Logger.WithFields(logrus.Fields{"component": "coordinator", "partition": cfg.Partition, "leader_epoch": cfg.LeaderEpoch}),
+		logger:     logger,
 		behavior:   actor.NewBehavior(),
 		membership: cfg.Membership,
+		groups:     newGroupSet(*cfg.Group, cfg.Now, logger),
 		table:      NewOffsetTable(),
 		topics:     cfg.Topics,
 		inflight:   map[int64]func(int64, messages.ErrorCode, string){},
+	}
+	if c.membership == nil {
+		c.membership = c.groups
 	}
 	c.behavior.Become(c.loading)
 	return c
@@ -194,6 +224,10 @@ func (c *Coordinator) loading(ctx actor.Context) {
 	case *messages.OffsetFetchRequest:
 		c.respond(ctx, fetchError(msg, messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS, c.loadingDetail()))
 	default:
+		if resp := groupRequestError(msg, messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS, c.loadingDetail()); resp != nil {
+			c.respond(ctx, resp)
+			return
+		}
 		c.common(ctx)
 	}
 }
@@ -205,6 +239,22 @@ func (c *Coordinator) active(ctx actor.Context) {
 		c.onCommit(ctx, msg)
 	case *messages.OffsetFetchRequest:
 		c.onFetch(ctx, msg)
+	case *messages.JoinGroupRequest:
+		c.onJoin(ctx, msg)
+	case *messages.SyncGroupRequest:
+		c.onSync(ctx, msg)
+	case *messages.HeartbeatRequest:
+		c.onHeartbeat(ctx, msg)
+	case *messages.LeaveGroupRequest:
+		c.onLeave(ctx, msg)
+	case *messages.DescribeGroupsRequest:
+		c.onDescribeGroups(ctx, msg)
+	case *messages.ListGroupsRequest:
+		c.onListGroups(ctx, msg)
+	case *messages.DeleteGroupsRequest:
+		c.onDeleteGroups(ctx, msg)
+	case groupTick:
+		c.onGroupTick(ctx)
 	case loadRetry:
 	default:
 		c.common(ctx)
@@ -219,8 +269,12 @@ func (c *Coordinator) notCoordinatorAnymore(ctx actor.Context) {
 		c.respond(ctx, commitError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator))
 	case *messages.OffsetFetchRequest:
 		c.respond(ctx, fetchError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator))
-	case loadRetry:
+	case loadRetry, groupTick:
 	default:
+		if resp := groupRequestError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator); resp != nil {
+			c.respond(ctx, resp)
+			return
+		}
 		c.common(ctx)
 	}
 }
@@ -233,20 +287,25 @@ func (c *Coordinator) common(ctx actor.Context) {
 	case getStateSignal:
 		ctx.Respond(c.state())
 	case *actor.Stopping:
-		c.onStopping()
-	case *actor.Started, *actor.Stopped, *actor.Restarting:
+		c.onStopping(ctx)
+	case *actor.Started, *actor.Stopped, *actor.Restarting, groupTick:
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("coordinator: unknown message")
 	}
 }
 
 func (c *Coordinator) state() State {
-	return State{
+	st := State{
 		Partition: c.cfg.Partition, LeaderEpoch: c.cfg.LeaderEpoch,
 		Loaded: c.loaded, NotCoordinator: c.notCoordinator != "",
 		Groups: len(c.table.groups), Offsets: c.table.Len(),
+		HostedGroups:  len(c.groups.groups),
 		LoadedRecords: c.load.records, InFlight: len(c.inflight),
 	}
+	for _, e := range c.groups.groups {
+		st.Members += len(e.g.Members())
+	}
+	return st
 }
 
 // respond answers the current request, if it has a sender.
@@ -257,22 +316,26 @@ func (c *Coordinator) respond(ctx actor.Context, msg any) {
 }
 
 // fence makes this coordinator answer NOT_COORDINATOR from now on: its
-// replica no longer leads at its epoch. The broker stops it soon.
-func (c *Coordinator) fence(why string) {
+// replica no longer leads at its epoch, so its groups are unloaded. The
+// broker stops it soon.
+func (c *Coordinator) fence(ctx actor.Context, why string) {
 	if c.notCoordinator != "" {
 		return
 	}
 	c.notCoordinator = why
 	c.stopLoadRetry()
+	c.unloadGroups(ctx)
 	c.behavior.Become(c.notCoordinatorAnymore)
 	c.logger.WithField("reason", why).Warn("no longer the coordinator of this partition")
 }
 
-// onStopping answers the writes still waiting for the replica: whether
-// they reach the in-sync replicas is for the next coordinator to find out.
-func (c *Coordinator) onStopping() {
+// onStopping unloads the groups and answers the writes still waiting for
+// the replica: whether they reach the in-sync replicas is for the next
+// coordinator to find out.
+func (c *Coordinator) onStopping(ctx actor.Context) {
 	c.stopped = true
 	c.stopLoadRetry()
+	c.unloadGroups(ctx)
 	for id, done := range c.inflight {
 		delete(c.inflight, id)
 		done(-1, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, "the coordinator is stopping (leadership of its partition moved); the commit may or may not be kept")

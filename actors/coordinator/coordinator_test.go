@@ -2,7 +2,8 @@
 // of an offsets topic partition (one actor system, a log in a temporary
 // directory): commits survive a restart of both on the same log, a
 // coordinator whose replica moved to a newer epoch is fenced, the
-// membership seam refuses commits, and users cannot produce to the topic.
+// membership seam refuses commits, requests wait for the load, and users
+// cannot produce to the topic. (Groups: groups_test.go.)
 
 package coordinator_test
 
@@ -321,6 +322,12 @@ func TestLoadWaitsForTheHighWatermark(t *testing.T) {
 	}
 	if resp := request[*messages.OffsetFetchResponse](t, sys, p.crd, &messages.OffsetFetchRequest{GroupId: group}); resp.ErrorCode != messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS {
 		t.Fatalf("fetch while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", resp)
+	}
+	if resp := request[*messages.JoinGroupResponse](t, sys, p.crd, &messages.JoinGroupRequest{GroupId: group, ProtocolType: "consumer"}); resp.ErrorCode != messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS {
+		t.Fatalf("join while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", resp)
+	}
+	if resp := request[*messages.ListGroupsResponse](t, sys, p.crd, &messages.ListGroupsRequest{}); resp.ErrorCode != messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS {
+		t.Fatalf("list while loading: %v, want COORDINATOR_LOAD_IN_PROGRESS", resp)
 	}
 	// Host 2 catches up: its fetch at the log end moves the high
 	// watermark there.

@@ -34,7 +34,7 @@ func (c *Coordinator) loadStep(ctx actor.Context) {
 		return
 	}
 	if c.load.next >= c.load.target {
-		c.finishLoad()
+		c.finishLoad(ctx)
 		return
 	}
 	req := &messages.FetchRequest{
@@ -53,7 +53,7 @@ func (c *Coordinator) onReplicaState(ctx actor.Context, res any, err error) {
 		c.retryLoad(ctx, fmt.Errorf("coordinator: asking the replica for its offsets: %w", err))
 		return
 	case st.LeaderEpoch != c.cfg.LeaderEpoch:
-		c.fence(fmt.Sprintf("the replica is at leader epoch %d, this coordinator at %d", st.LeaderEpoch, c.cfg.LeaderEpoch))
+		c.fence(ctx, fmt.Sprintf("the replica is at leader epoch %d, this coordinator at %d", st.LeaderEpoch, c.cfg.LeaderEpoch))
 		return
 	}
 	c.load.targetKnown = true
@@ -81,7 +81,7 @@ func (c *Coordinator) onLoadFetch(ctx actor.Context, res any, err error) {
 	switch resp.ErrorCode {
 	case messages.ErrorCode_ERROR_CODE_UNSPECIFIED:
 	case messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, messages.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH:
-		c.fence(fmt.Sprintf("the replica refused the load: %v", resp.Err()))
+		c.fence(ctx, fmt.Sprintf("the replica refused the load: %v", resp.Err()))
 		return
 	case messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
 		if resp.LogStartOffset > c.load.next {
@@ -118,13 +118,15 @@ func (c *Coordinator) retryLoad(ctx actor.Context, err error) {
 	c.load.retry = time.AfterFunc(retryBackoff, func() { root.Send(self, loadRetry{}) })
 }
 
-// finishLoad starts answering.
-func (c *Coordinator) finishLoad() {
+// finishLoad restores the groups and starts answering.
+func (c *Coordinator) finishLoad(ctx actor.Context) {
 	c.loaded = true
 	c.membership.Loaded()
+	c.groups.adopt(c.table.Groups())
 	c.behavior.Become(c.active)
+	c.armGroupTimer(ctx)
 	c.logger.WithFields(logrus.Fields{
-		"records": c.load.records, "skipped": c.load.skipped, "groups": len(c.table.groups), "offsets": c.table.Len(),
+		"records": c.load.records, "skipped": c.load.skipped, "groups": len(c.groups.groups), "offsets": c.table.Len(),
 		"log_end_offset": c.load.target, "took": time.Since(c.load.started).Round(time.Millisecond),
 	}).Info("coordinator loaded; serving its groups")
 }

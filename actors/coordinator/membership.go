@@ -1,7 +1,7 @@
-// membership.go holds the seam between the coordinator (placement, fencing,
-// the offset store) and the group membership core (actors/group: join,
-// sync, heartbeat, leave, generations, assignors), which is plugged in
-// separately, and AllowAll, the permissive stand-in used until it is.
+// membership.go holds the seam between the coordinator's offset store and
+// the group membership that decides which commits it takes: by default the
+// coordinator's own groups (groups.go, over the actors/group core); AllowAll
+// is a permissive stand-in for tests and tools.
 
 package coordinator
 
@@ -34,12 +34,10 @@ type Membership interface {
 	Loaded()
 }
 
-// AllowAll is the permissive Membership used until the membership core is
-// plugged in: every commit is accepted, whatever its member and generation
-// (so stale generations are NOT refused yet), and group metadata records
-// are skipped. It keeps the offset store usable on its own: a consumer that
-// assigns itself partitions commits and fetches as with Kafka's simple
-// consumer groups.
+// AllowAll is a permissive Membership: every commit is accepted, whatever
+// its member and generation (so stale generations are NOT refused), and
+// group metadata records are skipped. It makes the offset store usable on
+// its own, without the group core's checks (tests).
 type AllowAll struct{}
 
 // CanCommit accepts every commit.

@@ -9,7 +9,15 @@
 //     commit timestamp in ms; versions 0 to 4 are read). A null value is a
 //     tombstone: the group's offset for the partition is deleted.
 //   - group metadata: key GroupMetadataKey version 2 (int16 version, string
-//     group); its value belongs to the membership core, which gets it raw.
+//     group), value GroupMetadataValue version 3 (int16 version, string
+//     protocol type, int32 generation, nullable string protocol, nullable
+//     string leader, int64 state timestamp in ms, then per member: string
+//     member id, nullable string instance id, string client id, string
+//     client host, int32 rebalance timeout, int32 session timeout, bytes
+//     subscription, bytes assignment; versions 0 to 4 are read). A null
+//     value is a tombstone: the group was deleted. DecodeRecord hands the
+//     value over raw (the membership core decodes it when loading ends,
+//     with DecodeGroupMetadata).
 //
 // Strings are int16-length-prefixed, all integers big-endian, as in
 // Kafka's __consumer_offsets. Records are written one per committed
@@ -18,12 +26,16 @@
 package coordinator
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/actorlog/actorlog/actors/group"
 )
 
 // Record key versions in the offsets topic (Kafka's).
@@ -35,6 +47,10 @@ const (
 	// with the leader epoch, without the expire timestamp).
 	offsetCommitValueVersion int16 = 3
 	maxOffsetCommitValue     int16 = 4
+	// groupMetadataValueVersion is the group metadata value version
+	// written (KIP-345: with the members' instance ids).
+	groupMetadataValueVersion int16 = 3
+	maxGroupMetadataValue     int16 = 4
 )
 
 // ErrBadRecord means a record of the offsets topic cannot be decoded.
@@ -155,3 +171,77 @@ func decodeOffsetValue(value []byte) (OffsetValue, error) {
 // MaxGroupIDLength is the longest group id: keys hold it as a Kafka string
 // (int16 length).
 const MaxGroupIDLength = math.MaxInt16
+
+// EncodeGroupMetadataKey returns group's GroupMetadataKey version 2.
+func EncodeGroupMetadataKey(group string) []byte {
+	key := kmsg.GroupMetadataKey{Version: groupMetadataKey, Group: group}
+	return key.AppendTo(nil)
+}
+
+// EncodeGroupMetadata returns s as a GroupMetadataValue version 3, stamped
+// with stateMs (the time the group entered its state, ms since the Unix
+// epoch). A group without members has a null protocol and leader, as
+// Kafka writes it.
+func EncodeGroupMetadata(s group.Snapshot, stateMs int64) []byte {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = groupMetadataValueVersion
+	v.ProtocolType, v.Generation, v.CurrentStateTimestamp = s.ProtocolType, s.Generation, stateMs
+	if len(s.Members) > 0 {
+		v.Protocol, v.Leader = kmsg.StringPtr(s.ProtocolName), kmsg.StringPtr(s.Leader)
+	}
+	for _, m := range s.Members {
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.ID, m.ClientID, m.ClientHost
+		if m.InstanceID != "" {
+			vm.InstanceID = kmsg.StringPtr(m.InstanceID)
+		}
+		vm.RebalanceTimeoutMillis = int32(m.RebalanceTimeout / time.Millisecond)
+		vm.SessionTimeoutMillis = int32(m.SessionTimeout / time.Millisecond)
+		vm.Subscription, vm.Assignment = m.Metadata, m.Assignment
+		if vm.Assignment == nil {
+			vm.Assignment = []byte{}
+		}
+		v.Members = append(v.Members, vm)
+	}
+	return v.AppendTo(nil)
+}
+
+// DecodeGroupMetadata decodes a GroupMetadataValue of versions 0 to 4 (a
+// rebalance timeout missing before v1 is the session timeout; instance ids
+// are empty before v3). The byte slices are copies. The error wraps
+// ErrBadRecord.
+func DecodeGroupMetadata(value []byte) (group.Snapshot, error) {
+	if len(value) < 2 {
+		return group.Snapshot{}, fmt.Errorf("%w: group metadata value of %d bytes", ErrBadRecord, len(value))
+	}
+	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > maxGroupMetadataValue {
+		return group.Snapshot{}, fmt.Errorf("%w: unknown group metadata value version %d", ErrBadRecord, v)
+	}
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return group.Snapshot{}, fmt.Errorf("%w: group metadata value: %v", ErrBadRecord, err)
+	}
+	s := group.Snapshot{ProtocolType: v.ProtocolType, Generation: v.Generation}
+	if v.Protocol != nil {
+		s.ProtocolName = *v.Protocol
+	}
+	if v.Leader != nil {
+		s.Leader = *v.Leader
+	}
+	for _, m := range v.Members {
+		ms := group.MemberSnapshot{
+			ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeout:   time.Duration(m.SessionTimeoutMillis) * time.Millisecond,
+			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMillis) * time.Millisecond,
+			Metadata:         bytes.Clone(m.Subscription), Assignment: bytes.Clone(m.Assignment),
+		}
+		if m.InstanceID != nil {
+			ms.InstanceID = *m.InstanceID
+		}
+		if v.Version < 1 || ms.RebalanceTimeout <= 0 {
+			ms.RebalanceTimeout = ms.SessionTimeout
+		}
+		s.Members = append(s.Members, ms)
+	}
+	return s, nil
+}

@@ -1,5 +1,6 @@
-// records_test.go: the offsets topic record format — round trips, Kafka's
-// exact bytes, the versions read, malformed input, and a fuzzed decoder.
+// records_test.go: the offsets topic record format — round trips (offset
+// commits and group metadata), Kafka's exact bytes, the versions read,
+// malformed input, and a fuzzed decoder.
 
 package coordinator
 
@@ -7,10 +8,14 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/actorlog/actorlog/actors/group"
 )
 
 func TestOffsetRecordRoundTrip(t *testing.T) {
@@ -123,4 +128,63 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("re-encoded %+v %+v decodes as %+v %+v, %v", d.Key, *d.Value, again.Key, again.Value, err)
 		}
 	})
+}
+
+func TestGroupMetadataRoundTrip(t *testing.T) {
+	stable := group.Snapshot{
+		ProtocolType: group.ProtocolType, Generation: 7, ProtocolName: "range", Leader: "a-1",
+		Members: []group.MemberSnapshot{
+			{ID: "a-1", ClientID: "a", ClientHost: "10.0.0.1:4000", SessionTimeout: 10 * time.Second, RebalanceTimeout: 30 * time.Second,
+				Metadata:   group.EncodeSubscription(group.Subscription{Topics: []string{"events"}, Generation: -1}),
+				Assignment: group.EncodeAssignment(group.Assignment{"events": {0, 1}})},
+			{ID: "b-2", InstanceID: "b", ClientID: "b", ClientHost: "10.0.0.2:4000", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second,
+				Metadata: []byte{}, Assignment: []byte{}},
+		},
+	}
+	tests := []struct {
+		name string
+		s    group.Snapshot
+	}{
+		{"stable", stable},
+		{"empty", group.Snapshot{ProtocolType: group.ProtocolType, Generation: 8}},
+		{"never had members", group.Snapshot{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, value := EncodeGroupMetadataKey("payments"), EncodeGroupMetadata(tt.s, 1700000000000)
+			d, err := DecodeRecord(key, value)
+			if err != nil || d.Kind != KindGroupMetadata || d.Group != "payments" {
+				t.Fatalf("DecodeRecord = %+v, %v", d, err)
+			}
+			got, err := DecodeGroupMetadata(d.GroupValue)
+			if err != nil {
+				t.Fatalf("DecodeGroupMetadata: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.s) {
+				t.Fatalf("decoded\n%+v\nwant\n%+v", got, tt.s)
+			}
+			var v kmsg.GroupMetadataValue
+			if err := v.ReadFrom(value); err != nil || v.Version != 3 || v.CurrentStateTimestamp != 1700000000000 || (len(tt.s.Members) == 0) != (v.Protocol == nil && v.Leader == nil) {
+				t.Fatalf("kmsg reads %+v, %v: want version 3, the timestamp, a null protocol and leader exactly when empty", v, err)
+			}
+		})
+	}
+}
+
+func TestDecodeGroupMetadataVersions(t *testing.T) {
+	v0 := kmsg.NewGroupMetadataValue()
+	v0.Version, v0.ProtocolType, v0.Generation = 0, "consumer", 2
+	v0.Protocol, v0.Leader = kmsg.StringPtr("range"), kmsg.StringPtr("m")
+	m := kmsg.NewGroupMetadataValueMember()
+	m.MemberID, m.SessionTimeoutMillis, m.Subscription, m.Assignment = "m", 6000, []byte{1}, []byte{2}
+	v0.Members = append(v0.Members, m)
+	s, err := DecodeGroupMetadata(v0.AppendTo(nil))
+	if err != nil || s.Generation != 2 || len(s.Members) != 1 || s.Members[0].RebalanceTimeout != 6*time.Second || s.Members[0].InstanceID != "" {
+		t.Fatalf("v0 decodes as %+v, %v: want the rebalance timeout to be the session timeout", s, err)
+	}
+	for _, bad := range [][]byte{nil, {0}, {0, 9, 0, 0}, EncodeGroupMetadata(group.Snapshot{ProtocolType: "consumer", Generation: 1}, 0)[:5]} {
+		if _, err := DecodeGroupMetadata(bad); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("DecodeGroupMetadata(%x) = %v, want ErrBadRecord", bad, err)
+		}
+	}
 }
