@@ -224,6 +224,12 @@ type coordinatorResponse interface {
 // with a non-retriable outcome or ctx ends, finding the coordinator again
 // when it moved (see the package comment).
 func coordinatorRequest[T coordinatorResponse](ctx context.Context, c *Client, group string, msg proto.Message) (T, error) {
+	return coordinatorCall(ctx, c, group, msg, func(r T) (messages.ErrorCode, string) { return r.GetErrorCode(), r.GetErrorMessage() })
+}
+
+// coordinatorCall is coordinatorRequest for an answer whose outcome errOf
+// reads (e.g. the entry of the group in a multi-group response).
+func coordinatorCall[T proto.Message](ctx context.Context, c *Client, group string, msg proto.Message, errOf func(T) (messages.ErrorCode, string)) (T, error) {
 	ctx, cancel := groupContext(ctx)
 	defer cancel()
 	var resp T
@@ -250,16 +256,16 @@ func coordinatorRequest[T coordinatorResponse](ctx context.Context, c *Client, g
 			return false, fmt.Errorf("client: unexpected reply %T to %T", res, msg)
 		}
 		resp = r
-		switch code := r.GetErrorCode(); code {
+		switch code, text := errOf(r); code {
 		case messages.ErrorCode_ERROR_CODE_UNSPECIFIED:
 			return false, nil
 		case messages.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS:
-			return true, code.Err(r.GetErrorMessage())
+			return true, code.Err(text)
 		case messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, messages.ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE, messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT:
 			c.coordinators.forget(co)
-			return true, code.Err(r.GetErrorMessage())
+			return true, code.Err(text)
 		default:
-			return false, code.Err(r.GetErrorMessage())
+			return false, code.Err(text)
 		}
 	})
 	return resp, err

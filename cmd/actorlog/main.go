@@ -1,6 +1,6 @@
 // Command actorlog is the one binary: it runs a host and talks to a cluster
-// (topics, produce, consume, perf). Errors print one line to stderr and exit
-// non-zero.
+// (topics, produce, consume, perf, groups). Errors print one line to stderr
+// and exit non-zero.
 package main
 
 import (
@@ -38,6 +38,6 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.bootstrap, "bootstrap", "127.0.0.1:7070", "host addresses to bootstrap from (host:port[,host:port...])")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level (debug, info, warn, error; default info for host, warn otherwise)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g))
+	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g), newGroupsCmd(g))
 	return root
 }
