@@ -137,6 +137,9 @@ func (c *Coordinator) onGroupTick(ctx actor.Context) {
 	now := c.cfg.Now()
 	for _, id := range c.groups.ids() {
 		e := c.groups.get(id)
+		if e == nil {
+			continue // forgotten by an earlier group's tick
+		}
 		if w := e.g.NextWake(); w.IsZero() || now.Before(w) {
 			continue
 		}
