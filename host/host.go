@@ -33,6 +33,7 @@ import (
 	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/controller"
+	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -86,6 +87,14 @@ type Config struct {
 	// offsets topic, if this host's broker is the one that has it created
 	// (Kafka's offsets.topic.num.partitions; 0: 50; negative is an error).
 	OffsetsTopicPartitions int32
+	// GroupInitialRebalanceDelay is how long a consumer group's first
+	// rebalance waits for more members to join (Kafka's
+	// group.initial.rebalance.delay.ms; default 3 s, 0 allowed, negative
+	// is an error).
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout is the shortest session timeout a consumer
+	// may ask for (Kafka's group.min.session.timeout.ms; 0: 6 s).
+	GroupMinSessionTimeout time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
@@ -127,6 +136,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OffsetsTopicPartitions < 0 {
 		return c, fmt.Errorf("host: --offsets-topic-partitions %d: want at least 1", c.OffsetsTopicPartitions)
+	}
+	if c.GroupInitialRebalanceDelay < 0 {
+		return c, fmt.Errorf("host: --group-initial-rebalance-delay %v: want zero or a positive duration", c.GroupInitialRebalanceDelay)
+	}
+	if c.GroupMinSessionTimeout < 0 {
+		return c, fmt.Errorf("host: --group-min-session-timeout %v: want a positive duration", c.GroupMinSessionTimeout)
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
@@ -327,10 +342,19 @@ func (h *Host) start(ctx context.Context) error {
 		return fmt.Errorf("host: spawn controller: %w", err)
 	}
 	h.localController.Store(ctrl)
+	gcfg := group.DefaultConfig()
+	gcfg.InitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
+	if cfg.GroupMinSessionTimeout > 0 {
+		gcfg.MinSessionTimeout = cfg.GroupMinSessionTimeout
+	}
+	if err := gcfg.Validate(); err != nil {
+		return fmt.Errorf("host: consumer group settings: %w", err)
+	}
 	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
+		Group: &gcfg,
 	}), messages.BrokerActorID)
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)

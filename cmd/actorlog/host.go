@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/actors/controller"
+	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/host"
@@ -101,6 +102,10 @@ command line wins over the environment, which wins over the file.`,
 		"how often the controller moves leadership back to preferred replicas (where a host's imbalance exceeds 10%)")
 	f.Int32Var(&cfg.OffsetsTopicPartitions, "offsets-topic-partitions", broker.DefaultOffsetsTopicPartitions,
 		"partitions of the internal "+messages.OffsetsTopic+" topic, when this host has it created (on the first consumer group use)")
+	f.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", group.DefaultConfig().InitialRebalanceDelay,
+		"how long a consumer group's first rebalance waits for more members (0: none)")
+	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultConfig().MinSessionTimeout,
+		"the shortest session timeout a group member may ask for")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	return cmd
 }
