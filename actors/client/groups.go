@@ -95,6 +95,12 @@ func (c *Client) FindCoordinator(ctx context.Context, group string) (Coordinator
 	return co, err
 }
 
+// ForgetCoordinator drops co from the cache if it is still the one cached
+// for its group, so the next call finds the coordinator again: for a
+// caller that learned it moved (a group member's JoinGroup, SyncGroup or
+// Heartbeat answered NOT_COORDINATOR, or went unanswered).
+func (c *Client) ForgetCoordinator(co Coordinator) { c.coordinators.forget(co) }
+
 // findCoordinator asks a bootstrap host for group's coordinator once and
 // caches the answer.
 func (c *Client) findCoordinator(ctx context.Context, group string) (Coordinator, error) {

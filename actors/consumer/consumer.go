@@ -1,21 +1,29 @@
-// Package consumer is the consumer actor: it reads assigned partitions of a
-// topic (the groups issue adds subscriptions) from the earliest or latest
-// offset, a given offset or a timestamp, with one long-poll fetch in flight
-// per partition, and hands records in partition order to a handler
-// function or an actor PID. Back-pressure comes from the bounded fetches: a
-// partition is fetched again only once its previous records were handled
-// (for a PID target, once the target answered), so a slow handler slows
-// fetching instead of growing memory.
+// Package consumer is the consumer actor. It reads given partitions of a
+// topic from the earliest or latest offset, a given offset or a timestamp;
+// or, with a group id and a subscription (topics or a pattern), it joins
+// the group (Kafka's classic protocol: group.go) and reads the partitions
+// the group assigns it, from the group's committed offsets. It keeps one
+// long-poll fetch in flight per partition and hands records in partition
+// order to a handler function or an actor PID.
 //
-// Threading: all state is owned by the actor; metadata lookups run on
-// goroutines that only post their results back.
+// Delivery is at-least-once: a partition's position (offsets.go) moves past
+// records only once they were handled, and what is committed — every
+// AutoCommitInterval, before partitions are revoked, on Close, or on
+// Commit — is positions, never records merely fetched. Back-pressure comes
+// from the bounded fetches: a partition is fetched again only once its
+// previous records were handled (for a PID target, once the target
+// answered), so a slow handler slows fetching instead of growing memory.
+//
+// Threading: all state is owned by the actor; metadata, offset and commit
+// calls run on goroutines that only post their results back, and replies
+// from leaders and the coordinator come back through the mailbox.
 package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -28,180 +36,123 @@ import (
 	"github.com/actorlog/actorlog/storage/record"
 )
 
-// Start says where a partition is read from when the consumer starts.
-type Start struct {
-	kind   int // 0 earliest, 1 latest, 2 offset, 3 timestamp
-	offset int64
-}
-
-// Earliest starts at the log start offset.
-func Earliest() Start { return Start{kind: 0} }
-
-// Latest starts at the high watermark: only records produced from now on.
-func Latest() Start { return Start{kind: 1} }
-
-// AtOffset starts at offset.
-func AtOffset(offset int64) Start { return Start{kind: 2, offset: offset} }
-
-// AtTimestamp starts at the first record whose timestamp is >= ms.
-func AtTimestamp(ms int64) Start { return Start{kind: 3, offset: ms} }
-
-// Message is one consumed record.
-type Message struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Timestamp int64
-	Key       []byte
-	Value     []byte
-	Headers   []record.RecordHeader
-}
-
-// Records is what a PID target receives: one partition's records in order.
-// The target answers (any reply) when it has handled them; until then the
-// partition is not fetched again.
-type Records struct {
-	Messages []Message
-}
-
-// Handler handles one partition's records in order, inside the consumer
-// actor: while it runs, nothing more is fetched for that partition.
-type Handler func([]Message)
-
-// Config configures a consumer.
-type Config struct {
-	Client *client.Client
-	Topic  string
-	// Partitions to read; empty means all the topic's partitions.
-	Partitions []int32
-	// Start is where reading begins (default Earliest).
-	Start Start
-	// Handler receives records (exactly one of Handler and Target).
-	Handler Handler
-	// Target is an actor that receives *Records and must answer each.
-	Target *actor.PID
-	// MaxWait, MinBytes, MaxBytes shape each fetch (defaults 500 ms, 1 byte,
-	// 1 MiB per partition).
-	MaxWait  time.Duration
-	MinBytes int32
-	MaxBytes int32
-	// RetryBackoff waits before refetching after an error (default 200 ms).
-	RetryBackoff time.Duration
-	// OnOutOfRange says what to do when the position is outside the log
-	// (Kafka's auto.offset.reset): ResetEarliest (default), ResetLatest, or
-	// Fail, which stops the partition and reports an error wrapping
-	// ErrOffsetOutOfRange to OnError.
-	OnOutOfRange OutOfRangePolicy
-	// OnError, if set, is told of errors the consumer recovers from (leader
-	// moves, timeouts) and of unrecoverable ones.
-	OnError func(error)
-	Logger  *logrus.Entry
-}
-
-// OutOfRangePolicy is what a consumer does at an out-of-range position.
-type OutOfRangePolicy int
-
-// The policies.
-const (
-	ResetEarliest OutOfRangePolicy = iota
-	ResetLatest
-	Fail
-)
-
-// ErrOffsetOutOfRange is reported (under the Fail policy) when a partition's
-// position is outside its log.
-var ErrOffsetOutOfRange = errors.New("consumer: offset out of range")
-
-// ErrConfig wraps configuration errors.
-var ErrConfig = errors.New("consumer: invalid config")
-
-func (c *Config) validate() error {
-	if c.Client == nil || c.Topic == "" {
-		return fmt.Errorf("%w: client and topic are required", ErrConfig)
-	}
-	if (c.Handler == nil) == (c.Target == nil) {
-		return fmt.Errorf("%w: set exactly one of Handler and Target", ErrConfig)
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = 500 * time.Millisecond
-	}
-	if c.MinBytes <= 0 {
-		c.MinBytes = 1
-	}
-	if c.MaxBytes <= 0 {
-		c.MaxBytes = 1 << 20
-	}
-	if c.MaxBytes > client.MaxFetchBytes {
-		return fmt.Errorf("%w: max bytes %d above %d", ErrConfig, c.MaxBytes, client.MaxFetchBytes)
-	}
-	if c.RetryBackoff <= 0 {
-		c.RetryBackoff = 200 * time.Millisecond
-	}
-	if c.Logger == nil {
-		c.Logger = c.Client.Logger()
-	}
-	return nil
-}
-
 // Props returns the consumer's props, or an error for a bad config.
 func Props(cfg Config) (*actor.Props, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &Consumer{cfg: cfg, logger: cfg.Logger.WithField("topic", cfg.Topic), parts: map[int32]*partState{}}
-	}), nil
+	return actor.PropsFromProducer(func() actor.Actor { return newConsumer(cfg) }), nil
 }
 
+func newConsumer(cfg Config) *Consumer {
+	c := &Consumer{
+		cfg:    cfg,
+		conn:   cfg.Cluster,
+		logger: cfg.Logger.WithField("component", "consumer"),
+		parts:  map[TopicPartition]*partState{},
+		book:   newOffsetBook(),
+		counts: map[string]int32{},
+		meta:   map[string]*messages.TopicMetadataResponse{},
+	}
+	if cfg.GroupID != "" {
+		c.logger = c.logger.WithField("group", cfg.GroupID)
+	}
+	if cfg.Topic != "" && !cfg.subscribing() {
+		c.logger = c.logger.WithField("topic", cfg.Topic)
+	}
+	if cfg.subscribing() {
+		c.grp = newMembership(cfg)
+	}
+	return c
+}
+
+// partState is one partition being read.
 type partState struct {
-	id       int32
-	leader   *actor.PID
-	epoch    int32
-	position int64 // next offset to hand out; -1 until resolved
-	inFlight int64 // correlation id of the fetch in flight, 0 when none
-	busy     bool  // records handed to a PID target, not yet answered
-	meta     *messages.PartitionMetadata
+	tp     TopicPartition
+	leader *actor.PID
+	epoch  int32
+	meta   *messages.PartitionMetadata
+	// fetchPos is the next offset to fetch, -1 until the start position
+	// is known.
+	fetchPos int64
+	// resolving: the start position is being looked up.
+	resolving bool
+	// committedKnown: the group's committed offset was looked up (a
+	// consumer with a group id starts there, or else at Start).
+	committedKnown bool
+	inFlight       int64 // correlation id of the fetch in flight, 0 when none
+	busy           bool  // records handed to a PID target, not yet answered
+	paused         bool
+	// revoking: being revoked or closed; fetched no more.
+	revoking bool
+	// failed: stopped by the Fail out-of-range policy.
+	failed bool
 }
 
 // Internal messages.
 type (
 	metadataResult struct {
-		md  *messages.TopicMetadataResponse
-		err error
+		md *messages.MetadataResponse
+		// topics asked for; nil: all.
+		topics []string
+		err    error
 	}
 	positionResult struct {
-		partition int32
-		offset    int64
-		err       error
+		p      *partState
+		offset int64
+		err    error
 	}
-	retryFetch    struct{ partition int32 }
+	committedResult struct {
+		parts   []*partState
+		offsets []client.CommittedOffset
+		err     error
+	}
+	retryFetch    struct{ tp TopicPartition }
 	fetchDeadline struct {
-		partition int32
-		corr      int64
+		tp   TopicPartition
+		corr int64
 	}
+	retryCommitted  struct{ parts []*partState }
 	refreshMetadata struct{}
+	metadataTick    struct{}
 	endpointGone    struct{ address string }
 )
 
 // Consumer is the actor; create it with Props.
 type Consumer struct {
-	cfg        Config
-	logger     *logrus.Entry
-	parts      map[int32]*partState
+	cfg    Config
+	conn   Cluster
+	logger *logrus.Entry
+	parts  map[TopicPartition]*partState
+	book   *offsetBook
+	// counts and meta hold the last metadata of the topics the consumer
+	// asked about (counts: partitions, 0 for a topic that does not exist).
+	counts     map[string]int32
+	meta       map[string]*messages.TopicMetadataResponse
+	haveMeta   bool
 	corr       int64
 	refreshing bool
 	endpoints  *eventstream.Subscription
+	// grp is the group membership, nil unless subscribing.
+	grp     *membership
+	commits commitQueue
+	closing *closeState
+	closed  bool
+	stopped bool
 }
 
 // onEndpointGone abandons the fetches in flight to a host whose connection
-// ended and looks the leaders up again.
+// ended and looks the leaders up again; a lost coordinator is found again.
 func (c *Consumer) onEndpointGone(ctx actor.Context, address string) {
 	for _, p := range c.parts {
 		if p.inFlight != 0 && p.leader != nil && p.leader.Address == address {
 			p.inFlight = 0
-			c.report(fmt.Errorf("consumer: the connection to the leader of %s-%d (%s) ended; refreshing metadata", c.cfg.Topic, p.id, address))
+			c.report(fmt.Errorf("consumer: the connection to the leader of %s (%s) ended; refreshing metadata", p.tp, address))
 			c.refreshLater(ctx)
 		}
+	}
+	if g := c.grp; g != nil && g.coordinator != nil && g.coordinator.Address == address {
+		c.groupFailed(ctx, "connection", reactRediscover, fmt.Errorf("consumer: the connection to the coordinator's host %s ended", address))
 	}
 }
 
@@ -209,43 +160,95 @@ func (c *Consumer) onEndpointGone(ctx actor.Context, address string) {
 func (c *Consumer) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		// A leader whose host died answers nothing: learn it from the
-		// remote's endpoint events instead of waiting for the fetch
-		// deadline.
-		self, root, es := ctx.Self(), ctx.ActorSystem().Root, ctx.ActorSystem().EventStream
-		c.endpoints = es.Subscribe(func(evt any) {
-			if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
-				root.Send(self, endpointGone{address: e.Address})
-			}
-		})
-		c.refresh(ctx)
+		c.onStarted(ctx)
 	case endpointGone:
 		c.onEndpointGone(ctx, msg.address)
 	case refreshMetadata:
 		c.refresh(ctx)
+	case metadataTick:
+		if c.closed || c.stopped {
+			return
+		}
+		if !c.refreshing {
+			c.refresh(ctx)
+		}
+		after(ctx, c.cfg.MetadataMaxAge, metadataTick{})
 	case metadataResult:
 		c.onMetadata(ctx, msg)
 	case positionResult:
 		c.onPosition(ctx, msg)
+	case committedResult:
+		c.onCommitted(ctx, msg)
+	case retryCommitted:
+		c.fetchCommitted(ctx, slices.DeleteFunc(msg.parts, func(p *partState) bool { return c.parts[p.tp] != p }))
 	case *messages.FetchResponse:
 		c.onFetch(ctx, msg)
 	case retryFetch:
-		if p := c.parts[msg.partition]; p != nil {
+		if p := c.parts[msg.tp]; p != nil {
 			c.fetch(ctx, p)
 		}
 	case fetchDeadline:
-		if p := c.parts[msg.partition]; p != nil && p.inFlight == msg.corr {
+		if p := c.parts[msg.tp]; p != nil && p.inFlight == msg.corr {
 			p.inFlight = 0
-			c.report(fmt.Errorf("consumer: fetch of %s-%d timed out; refreshing metadata", c.cfg.Topic, p.id))
+			c.report(fmt.Errorf("consumer: fetch of %s timed out; refreshing metadata", p.tp))
 			c.refreshLater(ctx)
 		}
+	case *Pause:
+		c.onPause(ctx, msg.Partitions, true)
+	case *Resume:
+		c.onPause(ctx, msg.Partitions, false)
+	case *Seek:
+		c.onSeek(ctx, msg)
+	case *Commit:
+		c.onCommitRequest(ctx, msg)
+	case commitDone:
+		c.onCommitDone(ctx, msg)
+	case autoCommitTick:
+		c.onAutoCommit(ctx)
+	case *Close:
+		c.onClose(ctx)
+	case leaveDone:
+		c.onLeaveDone(ctx, msg)
+	case coordinatorFound:
+		c.onCoordinatorFound(ctx, msg)
+	case groupRetry:
+		c.groupStep(ctx)
+	case heartbeatTick:
+		c.onHeartbeatTick(ctx)
+	case earlyHeartbeat:
+		if c.grp != nil && c.grp.generation == msg.generation {
+			c.heartbeat(ctx)
+		}
+	case assignMetadata:
+		c.onAssignMetadata(ctx, msg)
+	case *actor.Stopping:
+		c.onStopping(ctx)
 	case *actor.Stopped:
 		if c.endpoints != nil {
 			ctx.ActorSystem().EventStream.Unsubscribe(c.endpoints)
 		}
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting:
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("consumer: unknown message")
+	}
+}
+
+func (c *Consumer) onStarted(ctx actor.Context) {
+	// A leader whose host died answers nothing: learn it from the
+	// remote's endpoint events instead of waiting for the fetch deadline.
+	self, root, es := ctx.Self(), ctx.ActorSystem().Root, ctx.ActorSystem().EventStream
+	c.endpoints = es.Subscribe(func(evt any) {
+		if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+			root.Send(self, endpointGone{address: e.Address})
+		}
+	})
+	c.refresh(ctx)
+	after(ctx, c.cfg.MetadataMaxAge, metadataTick{})
+	if c.cfg.GroupID != "" && !c.cfg.DisableAutoCommit {
+		after(ctx, c.cfg.AutoCommitInterval, autoCommitTick{})
+	}
+	if c.grp != nil {
+		after(ctx, c.cfg.HeartbeatInterval, heartbeatTick{})
 	}
 }
 
@@ -262,6 +265,11 @@ func after(ctx actor.Context, d time.Duration, msg any) {
 	time.AfterFunc(d, func() { root.Send(self, msg) })
 }
 
+// requestContext returns a context bounded by the request timeout.
+func (c *Consumer) requestContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.conn.RequestTimeout())
+}
+
 func (c *Consumer) refreshLater(ctx actor.Context) {
 	if c.refreshing {
 		return
@@ -270,77 +278,260 @@ func (c *Consumer) refreshLater(ctx actor.Context) {
 	after(ctx, c.cfg.RetryBackoff, refreshMetadata{})
 }
 
+// metadataTopics returns the topics whose metadata the consumer needs: its
+// topic or subscription, the topics of partitions it owns and, as a group
+// leader, those of the group's subscriptions; nil (all topics) for a
+// pattern subscription.
+func (c *Consumer) metadataTopics() []string {
+	if c.cfg.TopicRegex != nil {
+		return nil
+	}
+	topics := slices.Clone(c.cfg.Topics)
+	if c.cfg.Topic != "" {
+		topics = append(topics, c.cfg.Topic)
+	}
+	for tp := range c.parts {
+		topics = append(topics, tp.Topic)
+	}
+	if c.grp != nil {
+		topics = append(topics, keys(c.grp.snapshot)...)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(topics)))
+}
+
 func (c *Consumer) refresh(ctx actor.Context) {
 	c.refreshing = true
-	self, root, cl, topic := ctx.Self(), ctx.ActorSystem().Root, c.cfg.Client, c.cfg.Topic
+	self, root, cl, topics := ctx.Self(), ctx.ActorSystem().Root, c.conn, c.metadataTopics()
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
 		defer cancel()
-		md, err := cl.Metadata(rctx, topic)
-		res := metadataResult{err: err}
-		if err == nil {
-			if len(md.Topics) != 1 {
-				res.err = fmt.Errorf("consumer: metadata for %q missing", topic)
-			} else {
-				res.md = md.Topics[0]
-			}
-		}
-		root.Send(self, res)
+		md, err := cl.Metadata(rctx, topics...)
+		root.Send(self, metadataResult{md: md, topics: topics, err: err})
 	}()
 }
 
 func (c *Consumer) onMetadata(ctx actor.Context, m metadataResult) {
 	c.refreshing = false
-	if m.err == nil {
-		m.err = m.md.ErrorCode.Err("topic " + c.cfg.Topic)
-	}
 	if m.err != nil {
 		c.report(fmt.Errorf("consumer: metadata: %w", m.err))
 		c.refreshLater(ctx)
 		return
 	}
+	if m.topics == nil {
+		// All topics: those missing are gone.
+		clear(c.counts)
+		clear(c.meta)
+	}
+	for _, tm := range m.md.Topics {
+		if err := tm.ErrorCode.Err("topic " + tm.Name); err != nil {
+			delete(c.meta, tm.Name)
+			c.counts[tm.Name] = 0
+			if !c.cfg.subscribing() {
+				c.report(fmt.Errorf("consumer: metadata: %w", err))
+				c.refreshLater(ctx)
+			}
+			continue
+		}
+		c.meta[tm.Name] = tm
+		c.counts[tm.Name] = int32(len(tm.Partitions))
+	}
+	c.haveMeta = true
+	if !c.cfg.subscribing() {
+		c.addAssigned(ctx)
+	}
+	for _, tp := range slices.SortedFunc(maps.Keys(c.parts), compareTP) {
+		c.updateLeader(ctx, c.parts[tp])
+	}
+	if c.grp != nil {
+		c.onGroupMetadata(ctx)
+	}
+}
+
+// addAssigned adds the partitions of a consumer outside group management:
+// cfg.Partitions of cfg.Topic, or all the topic's partitions (so new
+// partitions are read once metadata shows them).
+func (c *Consumer) addAssigned(ctx actor.Context) {
+	tm := c.meta[c.cfg.Topic]
+	if tm == nil || c.closing != nil {
+		return
+	}
 	want := c.cfg.Partitions
 	if len(want) == 0 {
-		for _, p := range m.md.Partitions {
+		for _, p := range tm.Partitions {
 			want = append(want, p.Partition)
 		}
 	}
-	sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
-	byID := map[int32]*messages.PartitionMetadata{}
-	for _, p := range m.md.Partitions {
-		byID[p.Partition] = p
-	}
-	for _, id := range want {
-		pm, ok := byID[id]
-		if !ok {
+	for _, id := range slices.Sorted(slices.Values(want)) {
+		tp := TopicPartition{c.cfg.Topic, id}
+		if c.parts[tp] != nil {
+			continue
+		}
+		if !slices.ContainsFunc(tm.Partitions, func(p *messages.PartitionMetadata) bool { return p.Partition == id }) {
 			c.report(fmt.Errorf("consumer: topic %s has no partition %d", c.cfg.Topic, id))
 			continue
 		}
-		p := c.parts[id]
-		if p == nil {
-			p = &partState{id: id, position: -1}
-			c.parts[id] = p
+		c.addPartitions(ctx, []TopicPartition{tp})
+	}
+}
+
+// partitionMeta returns tp's metadata, nil if unknown.
+func (c *Consumer) partitionMeta(tp TopicPartition) *messages.PartitionMetadata {
+	tm := c.meta[tp.Topic]
+	if tm == nil {
+		return nil
+	}
+	for _, p := range tm.Partitions {
+		if p.Partition == tp.Partition {
+			return p
 		}
-		p.meta = pm
-		pid, err := client.LeaderPID(pm)
-		if err != nil {
-			c.report(err)
+	}
+	return nil
+}
+
+// updateLeader takes p's leader from the metadata and moves p on: resolve
+// its start position or fetch.
+func (c *Consumer) updateLeader(ctx actor.Context, p *partState) {
+	pm := c.partitionMeta(p.tp)
+	if pm == nil {
+		c.report(fmt.Errorf("consumer: no metadata for %s", p.tp))
+		c.refreshLater(ctx)
+		return
+	}
+	p.meta = pm
+	pid, err := client.LeaderPID(pm)
+	if err != nil {
+		c.report(err)
+		c.refreshLater(ctx)
+		return
+	}
+	p.leader, p.epoch = pid, pm.LeaderEpoch
+	c.advance(ctx, p)
+}
+
+// advance moves p on: it fetches, or looks up where p starts (the group's
+// committed offset, then Start).
+func (c *Consumer) advance(ctx actor.Context, p *partState) {
+	switch {
+	case p.fetchPos >= 0:
+		c.fetch(ctx, p)
+	case p.resolving:
+	case c.cfg.GroupID != "" && !p.committedKnown:
+		c.fetchCommitted(ctx, []*partState{p})
+	case p.meta != nil:
+		c.resolvePosition(ctx, p)
+	}
+}
+
+// addPartitions starts reading tps: with a group id, from the group's
+// committed offsets (the Start for those without), otherwise from Start.
+func (c *Consumer) addPartitions(ctx actor.Context, tps []TopicPartition) {
+	var added []*partState
+	for _, tp := range tps {
+		if c.parts[tp] != nil {
+			continue
+		}
+		p := &partState{tp: tp, fetchPos: -1, epoch: -1}
+		c.parts[tp] = p
+		c.book.add(tp)
+		p.meta = c.partitionMeta(tp)
+		if p.meta != nil {
+			if pid, err := client.LeaderPID(p.meta); err == nil {
+				p.leader, p.epoch = pid, p.meta.LeaderEpoch
+			}
+		}
+		added = append(added, p)
+	}
+	if len(added) == 0 {
+		return
+	}
+	if c.cfg.GroupID != "" {
+		c.fetchCommitted(ctx, added)
+		return
+	}
+	for _, p := range added {
+		c.advance(ctx, p)
+	}
+	if slices.ContainsFunc(added, func(p *partState) bool { return p.meta == nil || p.leader == nil }) {
+		c.refreshLater(ctx)
+	}
+}
+
+// removePartition stops reading tp and forgets its offsets and pause.
+func (c *Consumer) removePartition(tp TopicPartition) {
+	delete(c.parts, tp)
+	c.book.remove(tp)
+}
+
+// fetchCommitted looks up the group's committed offsets of parts.
+func (c *Consumer) fetchCommitted(ctx actor.Context, parts []*partState) {
+	if len(parts) == 0 {
+		return
+	}
+	byTopic := map[string]*messages.TopicPartitions{}
+	var req []*messages.TopicPartitions
+	for _, p := range parts {
+		p.resolving = true
+		t := byTopic[p.tp.Topic]
+		if t == nil {
+			t = &messages.TopicPartitions{Topic: p.tp.Topic}
+			byTopic[p.tp.Topic] = t
+			req = append(req, t)
+		}
+		t.Partitions = append(t.Partitions, p.tp.Partition)
+	}
+	self, root, cl, grp := ctx.Self(), ctx.ActorSystem().Root, c.conn, c.cfg.GroupID
+	go func() {
+		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
+		defer cancel()
+		offs, err := cl.FetchOffsets(rctx, grp, req...)
+		root.Send(self, committedResult{parts: parts, offsets: offs, err: err})
+	}()
+}
+
+func (c *Consumer) onCommitted(ctx actor.Context, m committedResult) {
+	var live []*partState
+	for _, p := range m.parts {
+		if c.parts[p.tp] == p {
+			p.resolving = false
+			live = append(live, p)
+		}
+	}
+	if m.err != nil {
+		c.report(fmt.Errorf("consumer: committed offsets of group %q: %w", c.cfg.GroupID, m.err))
+		if len(live) > 0 {
+			for _, p := range live {
+				p.resolving = true
+			}
+			after(ctx, c.cfg.RetryBackoff, retryCommitted{parts: live})
+		}
+		return
+	}
+	committed := map[TopicPartition]int64{}
+	for _, o := range m.offsets {
+		committed[TopicPartition{o.Topic, o.Partition}] = o.Offset
+	}
+	for _, p := range live {
+		p.committedKnown = true
+		if off, ok := committed[p.tp]; ok && off >= 0 {
+			c.book.setCommitted(p.tp, off)
+			c.book.seek(p.tp, off)
+			p.fetchPos = off
+			c.logger.WithFields(logrus.Fields{"partition": p.tp.String(), "offset": off}).Debug("consumer: starting at the committed offset")
+			c.fetch(ctx, p)
+			continue
+		}
+		if p.meta == nil {
 			c.refreshLater(ctx)
 			continue
 		}
-		p.leader, p.epoch = pid, pm.LeaderEpoch
-		if p.position < 0 {
-			c.resolvePosition(ctx, p)
-		} else if p.inFlight == 0 && !p.busy {
-			c.fetch(ctx, p)
-		}
+		c.advance(ctx, p)
 	}
 }
 
 // resolvePosition turns the Start into an offset with ListOffsets.
 func (c *Consumer) resolvePosition(ctx actor.Context, p *partState) {
 	if c.cfg.Start.kind == 2 {
-		p.position = c.cfg.Start.offset
+		c.setPosition(p, c.cfg.Start.offset)
 		c.fetch(ctx, p)
 		return
 	}
@@ -351,12 +542,13 @@ func (c *Consumer) resolvePosition(ctx actor.Context, p *partState) {
 	case 3:
 		ts = c.cfg.Start.offset
 	}
-	self, root, cl, topic, meta, id := ctx.Self(), ctx.ActorSystem().Root, c.cfg.Client, c.cfg.Topic, p.meta, p.id
+	p.resolving = true
+	self, root, cl, meta := ctx.Self(), ctx.ActorSystem().Root, c.conn, p.meta
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
 		defer cancel()
-		lo, err := cl.ListOffsets(rctx, meta, topic, ts)
-		res := positionResult{partition: id, err: err}
+		lo, err := cl.ListOffsets(rctx, meta, p.tp.Topic, ts)
+		res := positionResult{p: p, err: err}
 		if err == nil {
 			// For a timestamp no record has reached, the leader answers
 			// its high watermark: where the first such record will go.
@@ -367,24 +559,32 @@ func (c *Consumer) resolvePosition(ctx actor.Context, p *partState) {
 }
 
 func (c *Consumer) onPosition(ctx actor.Context, m positionResult) {
-	p := c.parts[m.partition]
-	if p == nil {
-		return
+	p := m.p
+	if c.parts[p.tp] != p {
+		return // revoked meanwhile
 	}
+	p.resolving = false
 	if m.err != nil {
-		c.report(fmt.Errorf("consumer: resolve start offset of %s-%d: %w", c.cfg.Topic, p.id, m.err))
+		c.report(fmt.Errorf("consumer: resolve start offset of %s: %w", p.tp, m.err))
 		c.refreshLater(ctx)
 		return
 	}
-	p.position = m.offset
+	c.setPosition(p, m.offset)
 	c.fetch(ctx, p)
 }
 
+// setPosition moves p (fetching and processing) to offset.
+func (c *Consumer) setPosition(p *partState, offset int64) {
+	p.fetchPos = offset
+	p.inFlight = 0 // a fetch in flight is for the old position
+	c.book.seek(p.tp, offset)
+}
+
 func (c *Consumer) fetch(ctx actor.Context, p *partState) {
-	if p.leader == nil || p.position < 0 || p.inFlight != 0 || p.busy {
+	if p.leader == nil || p.fetchPos < 0 || p.inFlight != 0 || p.busy || p.paused || p.revoking || p.failed || c.closing != nil {
 		return
 	}
-	if !c.cfg.Client.HostUp(p.leader.Address) {
+	if !c.conn.HostUp(p.leader.Address) {
 		// Its host is gone: a request would wait out protoactor's
 		// connection retries. Wait for the metadata to name a new leader.
 		c.refreshLater(ctx)
@@ -393,75 +593,98 @@ func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 	c.corr++
 	p.inFlight = c.corr
 	ctx.Request(p.leader, &messages.FetchRequest{
-		Topic: c.cfg.Topic, Partition: p.id, FetchOffset: p.position,
+		Topic: p.tp.Topic, Partition: p.tp.Partition, FetchOffset: p.fetchPos,
 		MaxBytes: c.cfg.MaxBytes, MinBytes: c.cfg.MinBytes, MaxWaitMs: int32(c.cfg.MaxWait.Milliseconds()),
 		CurrentLeaderEpoch: p.epoch, ReplicaId: -1, LastFetchedEpoch: -1, CorrelationId: c.corr,
 	})
-	after(ctx, c.cfg.MaxWait+c.cfg.Client.RequestTimeout(), fetchDeadline{partition: p.id, corr: c.corr})
+	after(ctx, c.cfg.MaxWait+c.conn.RequestTimeout(), fetchDeadline{tp: p.tp, corr: c.corr})
 }
 
 func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
-	p := c.parts[resp.Partition]
+	p := c.parts[TopicPartition{resp.Topic, resp.Partition}]
 	if p == nil || p.inFlight != resp.CorrelationId {
-		return // stale: timed out and refetched already
+		return // stale: timed out and refetched already, or revoked
 	}
 	p.inFlight = 0
+	if p.paused || p.revoking || c.closing != nil {
+		return // dropped: fetched again from the same position on resume
+	}
 	switch code := resp.ErrorCode; {
 	case code == messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
-		err := fmt.Errorf("%w: offset %d of %s-%d, the log holds %d..%d", ErrOffsetOutOfRange,
-			p.position, c.cfg.Topic, p.id, resp.LogStartOffset, resp.HighWatermark)
+		err := fmt.Errorf("%w: offset %d of %s, the log holds %d..%d", ErrOffsetOutOfRange,
+			p.fetchPos, p.tp, resp.LogStartOffset, resp.HighWatermark)
 		switch c.cfg.OnOutOfRange {
 		case Fail:
 			c.report(err)
-			p.leader = nil // stopped: fetch no more
+			p.failed = true // stopped: fetch no more
 			return
 		case ResetLatest:
-			p.position = resp.HighWatermark
+			c.setPosition(p, resp.HighWatermark)
 		default:
-			p.position = resp.LogStartOffset
+			c.setPosition(p, resp.LogStartOffset)
 		}
-		c.report(fmt.Errorf("%w; moving to offset %d", err, p.position))
+		c.report(fmt.Errorf("%w; moving to offset %d", err, p.fetchPos))
 		c.fetch(ctx, p)
 		return
 	case code != 0:
-		c.report(fmt.Errorf("consumer: fetch %s-%d: %w", c.cfg.Topic, p.id, code.Err(resp.ErrorMessage)))
+		c.report(fmt.Errorf("consumer: fetch %s: %w", p.tp, code.Err(resp.ErrorMessage)))
 		if code.Retriable() {
 			c.refreshLater(ctx)
 		} else {
-			after(ctx, c.cfg.RetryBackoff, retryFetch{partition: p.id})
+			after(ctx, c.cfg.RetryBackoff, retryFetch{tp: p.tp})
 		}
 		return
 	}
-	msgs, next, err := c.decode(resp, p.position)
+	msgs, next, epoch, err := decode(resp, p.fetchPos)
 	if err != nil {
-		c.report(fmt.Errorf("consumer: decode %s-%d at %d: %w", c.cfg.Topic, p.id, p.position, err))
-		after(ctx, c.cfg.RetryBackoff, retryFetch{partition: p.id})
+		c.report(fmt.Errorf("consumer: decode %s at %d: %w", p.tp, p.fetchPos, err))
+		after(ctx, c.cfg.RetryBackoff, retryFetch{tp: p.tp})
 		return
 	}
-	p.position = next
+	p.fetchPos = next
 	if len(msgs) == 0 {
+		c.book.processed(p.tp, next, epoch)
 		c.fetch(ctx, p)
 		return
 	}
 	if c.cfg.Handler != nil {
 		c.cfg.Handler(msgs)
+		c.book.processed(p.tp, next, epoch)
 		c.fetch(ctx, p)
 		return
 	}
 	p.busy = true
 	ctx.ReenterAfter(ctx.RequestFuture(c.cfg.Target, &Records{Messages: msgs}, 24*time.Hour), func(_ any, err error) {
+		if c.parts[p.tp] != p || c.stopped {
+			return // lost or closed meanwhile
+		}
 		p.busy = false
 		if err != nil {
 			c.report(fmt.Errorf("consumer: target did not answer: %w", err))
+		} else if p.fetchPos == next {
+			c.book.processed(p.tp, next, epoch) // unless a Seek moved it meanwhile
 		}
+		c.onIdle(ctx, p)
 		c.fetch(ctx, p)
 	})
 }
 
-// decode returns the records at or after from, and the next position.
-func (c *Consumer) decode(resp *messages.FetchResponse, from int64) ([]Message, int64, error) {
+// onIdle is called when p's records were handled: a revocation or close
+// waiting for it may go on.
+func (c *Consumer) onIdle(ctx actor.Context, p *partState) {
+	if c.grp != nil && c.grp.revoking != nil {
+		c.revokeStep(ctx)
+	}
+	if c.closing != nil {
+		c.closeStep(ctx)
+	}
+}
+
+// decode returns the records at or after from, the next position, and the
+// leader epoch of the last batch.
+func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, error) {
 	var out []Message
-	next := from
+	next, epoch := from, int32(-1)
 	var rec record.Record
 	for sc := record.Batches(resp.Records); sc.Next(); {
 		h := sc.Header()
@@ -469,22 +692,53 @@ func (c *Consumer) decode(resp *messages.FetchResponse, from int64) ([]Message, 
 		// reader's buffer, which the next Reset would overwrite.
 		var br record.BatchReader
 		if err := br.Reset(sc.Batch(), 64<<20); err != nil {
-			return nil, next, err
+			return nil, next, epoch, err
 		}
 		for br.Next(&rec) {
 			if rec.Offset < from || h.Control() {
 				continue
 			}
-			m := Message{Topic: resp.Topic, Partition: resp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+			m := Message{Topic: resp.Topic, Partition: resp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
+				LeaderEpoch: h.LeaderEpoch, Key: rec.Key, Value: rec.Value}
 			if len(rec.Headers) > 0 {
 				m.Headers = append([]record.RecordHeader(nil), rec.Headers...)
 			}
 			out = append(out, m)
 		}
 		if err := br.Err(); err != nil {
-			return nil, next, err
+			return nil, next, epoch, err
 		}
 		next = max(next, h.NextOffset())
+		epoch = h.LeaderEpoch
 	}
-	return out, next, nil
+	return out, next, epoch, nil
+}
+
+// onPause pauses (or resumes) the owned partitions of tps. A fetch in
+// flight for a paused partition is dropped when it arrives, its position
+// unchanged, so Resume fetches the same records again.
+func (c *Consumer) onPause(ctx actor.Context, tps []TopicPartition, pause bool) {
+	for _, tp := range tps {
+		p := c.parts[tp]
+		if p == nil || p.paused == pause {
+			continue
+		}
+		p.paused = pause
+		c.logger.WithFields(logrus.Fields{"partition": tp.String(), "paused": pause}).Debug("consumer: pause")
+		if !pause {
+			c.fetch(ctx, p)
+		}
+	}
+}
+
+// onSeek moves an owned partition's position.
+func (c *Consumer) onSeek(ctx actor.Context, m *Seek) {
+	p := c.parts[m.Partition]
+	if p == nil || m.Offset < 0 {
+		c.report(fmt.Errorf("consumer: seek %s to %d: not an owned partition or a negative offset", m.Partition, m.Offset))
+		return
+	}
+	c.setPosition(p, m.Offset)
+	p.resolving = false
+	c.fetch(ctx, p)
 }
