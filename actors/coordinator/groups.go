@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/group"
@@ -42,6 +43,10 @@ type groupEntry struct {
 	afterCommits []func()
 	// deleting is set from DeleteGroups until its tombstones are written.
 	deleting bool
+	// actors maps member ids to the member actors their last JoinGroup,
+	// SyncGroup or Heartbeat named (member_actor), where RebalanceStarted
+	// hints go; only current members (carryOut forgets the others).
+	actors map[string]*actor.PID
 }
 
 // signature sums up a group's durable state: a change means new group

@@ -47,6 +47,18 @@ func startGroupCoordinator(t *testing.T, sys *actor.ActorSystem, rep *actor.PID,
 	}))
 }
 
+// startGroupPair starts, in a new actor system, a replica and a loaded
+// group coordinator beside it at epoch 0.
+func startGroupPair(t *testing.T) pair {
+	t.Helper()
+	sys := actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	rep := startReplica(t, sys, t.TempDir(), 0)
+	p := pair{sys: sys, replica: rep, crd: startGroupCoordinator(t, sys, rep, 0)}
+	waitState(t, sys, p.crd, loaded)
+	return p
+}
+
 // member is a group member as its consumer sees itself.
 type member struct {
 	t          *testing.T
@@ -59,6 +71,55 @@ type member struct {
 	leader     string
 	members    []*messages.JoinGroupResponseMember
 	assignment core.Assignment
+	// inbox, once listen was called, is the member actor named in m's
+	// requests; hints gets the RebalanceStarted it receives.
+	inbox *actor.PID
+	hints chan *messages.RebalanceStarted
+}
+
+// listen spawns m's member actor, which passes the RebalanceStarted hints
+// it receives to m.hints; m's requests name it from now on.
+func (m *member) listen() {
+	m.t.Helper()
+	m.hints = make(chan *messages.RebalanceStarted, 16)
+	hints := m.hints
+	m.inbox = m.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if h, ok := ctx.Message().(*messages.RebalanceStarted); ok {
+			hints <- h
+		}
+	}))
+	m.t.Cleanup(func() { m.sys.Root.Stop(m.inbox) })
+}
+
+// memberActor is what m's requests carry as member_actor.
+func (m *member) memberActor() *messages.MemberActor {
+	if m.inbox == nil {
+		return nil
+	}
+	return &messages.MemberActor{Address: m.inbox.Address, Id: m.inbox.Id}
+}
+
+// hinted waits for m's next RebalanceStarted hint and checks it.
+func (m *member) hinted(generation int32) {
+	m.t.Helper()
+	select {
+	case h := <-m.hints:
+		if h.GroupId != group1 || h.GenerationId != generation || h.MemberId != m.id {
+			m.t.Fatalf("%s: hint %v, want group %q generation %d member %q", m.client, h, group1, generation, m.id)
+		}
+	case <-time.After(timeout):
+		m.t.Fatalf("%s: no RebalanceStarted hint within %v", m.client, timeout)
+	}
+}
+
+// notHinted checks that m has no hint waiting.
+func (m *member) notHinted() {
+	m.t.Helper()
+	select {
+	case h := <-m.hints:
+		m.t.Fatalf("%s: unexpected hint %v", m.client, h)
+	default:
+	}
 }
 
 func newMember(t *testing.T, p pair, client, instance string) *member {
@@ -72,7 +133,7 @@ func (m *member) joinFuture() *actor.Future {
 		CorrelationId: 11, GroupId: group1, MemberId: m.id, GroupInstanceId: m.instance,
 		ProtocolType: core.ProtocolType, Protocols: core.Protocols(sub, core.Range()),
 		SessionTimeoutMs: int32(session / time.Millisecond), RebalanceTimeoutMs: int32(rebalance / time.Millisecond),
-		ClientId: m.client,
+		ClientId: m.client, MemberActor: m.memberActor(),
 	}, timeout)
 }
 
@@ -111,7 +172,7 @@ func (m *member) syncFuture() *actor.Future {
 	m.t.Helper()
 	req := &messages.SyncGroupRequest{
 		CorrelationId: 12, GroupId: group1, GenerationId: m.generation, MemberId: m.id, GroupInstanceId: m.instance,
-		ProtocolType: core.ProtocolType, ProtocolName: "range",
+		ProtocolType: core.ProtocolType, ProtocolName: "range", MemberActor: m.memberActor(),
 	}
 	if m.id == m.leader && len(m.members) > 0 {
 		as, err := core.AssignGroup(core.Range(), m.members, eventsPartitions)
@@ -141,6 +202,7 @@ func (m *member) heartbeat() messages.ErrorCode {
 	m.t.Helper()
 	resp := request[*messages.HeartbeatResponse](m.t, m.sys, m.crd, &messages.HeartbeatRequest{
 		CorrelationId: 13, GroupId: group1, GenerationId: m.generation, MemberId: m.id, GroupInstanceId: m.instance,
+		MemberActor: m.memberActor(),
 	})
 	return resp.ErrorCode
 }
@@ -252,11 +314,8 @@ func deleteGroup(t *testing.T, p pair) messages.ErrorCode {
 }
 
 func TestGroupMembershipThroughTheCoordinator(t *testing.T) {
-	sys := actor.NewActorSystem()
-	t.Cleanup(sys.Shutdown)
-	rep := startReplica(t, sys, t.TempDir(), 0)
-	p := pair{sys: sys, replica: rep, crd: startGroupCoordinator(t, sys, rep, 0)}
-	waitState(t, sys, p.crd, loaded)
+	p := startGroupPair(t)
+	sys := p.sys
 
 	// A first member: a generation of its own with every partition.
 	a := newMember(t, p, "a", "")
@@ -365,6 +424,65 @@ func TestGroupMembershipThroughTheCoordinator(t *testing.T) {
 	}
 	if code := deleteGroup(t, p); code != messages.ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND {
 		t.Fatalf("second delete: %v, want GROUP_ID_NOT_FOUND", code)
+	}
+}
+
+// TestRebalanceStartedHintsTheMembers: when a stable group starts a
+// rebalance, the coordinator pushes RebalanceStarted to the member actor
+// of each member that has not rejoined, so none waits for its heartbeat;
+// the member whose join started it, members without a member actor and
+// members that left get none.
+func TestRebalanceStartedHintsTheMembers(t *testing.T) {
+	p := startGroupPair(t)
+
+	a, b, c := newMember(t, p, "a", ""), newMember(t, p, "b", ""), newMember(t, p, "c", "")
+	a.listen()
+	b.listen()
+	gen1 := stableWith(t, a, b, c) // c names no member actor
+	a.notHinted()
+	b.notHinted()
+
+	// A new member joins the stable group: a and b are told at once.
+	d := newMember(t, p, "d", "")
+	d.listen()
+	if code := d.joined(d.joinFuture()); code != messages.ErrorCode_ERROR_CODE_MEMBER_ID_REQUIRED {
+		t.Fatalf("d's first join: %v", code)
+	}
+	dJoin := d.joinFuture()
+	a.hinted(gen1)
+	b.hinted(gen1)
+	d.notHinted()
+	if code := c.heartbeat(); code != messages.ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS {
+		t.Fatalf("c's heartbeat: %v, want REBALANCE_IN_PROGRESS", code)
+	}
+
+	// c learns of the rebalance from its heartbeat and everyone rejoins.
+	joins := []*actor.Future{a.joinFuture(), b.joinFuture(), c.joinFuture()}
+	for i, m := range []*member{a, b, c} {
+		if code := m.joined(joins[i]); code != 0 {
+			t.Fatalf("%s: rejoin: %v", m.client, code)
+		}
+	}
+	if code := d.joined(dJoin); code != 0 {
+		t.Fatalf("d: join: %v", code)
+	}
+	syncs := []*actor.Future{a.syncFuture(), b.syncFuture(), c.syncFuture(), d.syncFuture()}
+	for i, m := range []*member{a, b, c, d} {
+		m.synced(syncs[i])
+	}
+	gen2 := a.generation
+
+	// b leaves: the others that listen are told, b is forgotten.
+	if code := b.leave(); code != 0 {
+		t.Fatalf("b: leave: %v", code)
+	}
+	a.hinted(gen2)
+	d.hinted(gen2)
+	b.notHinted()
+	for _, m := range []*member{a, b, c, d} {
+		if len(m.hints) != 0 {
+			t.Fatalf("%s: %d more hints", m.client, len(m.hints))
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -100,6 +101,7 @@ func (c *Coordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequest) 
 			return
 		}
 	}
+	e.noteActor(req.MemberId, req.MemberActor)
 	c.carryOut(ctx, e, e.g.Join(c.cfg.Now(), token(ctx), clientHost(ctx), req))
 }
 
@@ -107,6 +109,7 @@ func (c *Coordinator) onSync(ctx actor.Context, req *messages.SyncGroupRequest) 
 	if e, ok := c.hosted(ctx, req, req.GroupId); ok && e == nil {
 		c.unknownGroup(ctx, req, req.GroupId)
 	} else if ok {
+		e.noteActor(req.MemberId, req.MemberActor)
 		c.carryOut(ctx, e, e.g.Sync(c.cfg.Now(), token(ctx), req))
 	}
 }
@@ -115,6 +118,7 @@ func (c *Coordinator) onHeartbeat(ctx actor.Context, req *messages.HeartbeatRequ
 	if e, ok := c.hosted(ctx, req, req.GroupId); ok && e == nil {
 		c.unknownGroup(ctx, req, req.GroupId)
 	} else if ok {
+		e.noteActor(req.MemberId, req.MemberActor)
 		resp, eff := e.g.Heartbeat(c.cfg.Now(), req)
 		c.respond(ctx, resp)
 		c.carryOut(ctx, e, eff)
@@ -158,8 +162,56 @@ func (c *Coordinator) carryOut(ctx actor.Context, e *groupEntry, eff group.Effec
 	} else {
 		sendReplies(ctx, eff.Replies)
 	}
+	c.hintRebalance(ctx, e, eff.RebalanceStarted)
+	e.forgetActors()
 	c.maybeForget(e)
 	c.armGroupTimer(ctx)
+}
+
+// noteActor remembers a as member id's actor, for rebalance hints (a
+// request without a member id or member actor changes nothing; one from a
+// member the core refuses is forgotten again by carryOut).
+func (e *groupEntry) noteActor(id string, a *messages.MemberActor) {
+	if id == "" || a.GetAddress() == "" || a.GetId() == "" {
+		return
+	}
+	if e.actors == nil {
+		e.actors = map[string]*actor.PID{}
+	}
+	if pid := e.actors[id]; pid == nil || pid.Address != a.GetAddress() || pid.Id != a.GetId() {
+		e.actors[id] = actor.NewPID(a.GetAddress(), a.GetId())
+	}
+}
+
+// forgetActors drops the actors of those that are no longer members.
+func (e *groupEntry) forgetActors() {
+	if len(e.actors) == 0 {
+		return
+	}
+	members := e.g.Members()
+	for id := range e.actors {
+		if !slices.Contains(members, id) {
+			delete(e.actors, id)
+		}
+	}
+}
+
+// hintRebalance sends RebalanceStarted to the actors of members (those the
+// core listed as not rejoined yet); members without a known actor learn
+// of the rebalance from their next heartbeat.
+func (c *Coordinator) hintRebalance(ctx actor.Context, e *groupEntry, members []string) {
+	if len(members) == 0 {
+		return
+	}
+	gen := e.g.Generation()
+	hinted := 0
+	for _, id := range members {
+		if pid := e.actors[id]; pid != nil {
+			ctx.Send(pid, &messages.RebalanceStarted{GroupId: e.g.ID(), GenerationId: gen, MemberId: id})
+			hinted++
+		}
+	}
+	c.logger.WithFields(logrus.Fields{"group": e.g.ID(), "generation": gen, "members": len(members), "hinted": hinted}).Debug("rebalance started; members hinted to rejoin")
 }
 
 // sendReplies sends each reply to the request its token names.

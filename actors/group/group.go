@@ -38,6 +38,13 @@ type Effects struct {
 	// Wake is when the shell must call Tick next; zero when nothing is
 	// timed. Calling Tick earlier is harmless.
 	Wake time.Time
+	// RebalanceStarted lists, when the call moved the group from Stable
+	// or CompletingRebalance into a join phase that is still open, the
+	// members that have not rejoined yet (in join order): the shell may
+	// hint to them that they should rejoin now (messages.RebalanceStarted
+	// for Generation()). Only a hint: they also learn it from their next
+	// heartbeat. Nil otherwise.
+	RebalanceStarted []string
 }
 
 // waiter is a request waiting for its answer.
@@ -141,6 +148,9 @@ type Group struct {
 	syncDeadline time.Time
 	// out collects the Replies of the current call.
 	out []Reply
+	// rebalanced: the current call moved the group from Stable or
+	// CompletingRebalance into PreparingRebalance.
+	rebalanced bool
 }
 
 // ErrEmptyGroupID is NewGroup's error for an empty group id (Kafka's
@@ -221,14 +231,21 @@ func (g *Group) NextWake() time.Time {
 }
 
 // begin starts a call that returns Effects.
-func (g *Group) begin() { g.out = nil }
+func (g *Group) begin() { g.out, g.rebalanced = nil, false }
 
 // finish ends a call: it completes a join phase that can complete and
 // returns the call's Effects.
 func (g *Group) finish(now time.Time) Effects {
 	g.maybeCompleteJoin(now)
 	eff := Effects{Replies: g.out, Wake: g.NextWake()}
-	g.out = nil
+	if g.rebalanced && g.state == PreparingRebalance {
+		for _, m := range g.order {
+			if m.join == nil {
+				eff.RebalanceStarted = append(eff.RebalanceStarted, m.id)
+			}
+		}
+	}
+	g.out, g.rebalanced = nil, false
 	return eff
 }
 
@@ -352,6 +369,9 @@ func (g *Group) maybePrepareRebalance(now time.Time) {
 // told to rejoin, and the join phase's timer starts (the initial delay for a
 // group that was empty).
 func (g *Group) prepareRebalance(now time.Time) {
+	if g.state == Stable || g.state == CompletingRebalance {
+		g.rebalanced = true
+	}
 	if g.state == CompletingRebalance {
 		g.resetAssignments(now, messages.ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS)
 	}

@@ -1014,3 +1014,82 @@ func TestStaticRestartEdgeCases(t *testing.T) {
 		}
 	})
 }
+
+func TestRebalanceStartedHints(t *testing.T) {
+	tests := []struct {
+		name string
+		// act runs on a Stable group of a, b, c (a leads); it returns
+		// the members expected in the hint, by client.
+		act func(h *harness, a, b, c *client) []*client
+	}{
+		{"new member joins", func(h *harness, a, b, c *client) []*client {
+			h.joinNew(newClient("d"))
+			return []*client{a, b, c}
+		}},
+		{"follower rejoins with new metadata", func(h *harness, a, b, c *client) []*client {
+			b.protocols = []*messages.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("changed")}}
+			h.join(b)
+			return []*client{a, c}
+		}},
+		{"follower rejoins unchanged", func(h *harness, a, b, c *client) []*client {
+			h.join(b)
+			return nil
+		}},
+		{"member leaves", func(h *harness, a, b, c *client) []*client {
+			h.leave(&messages.LeaveGroupRequestMember{MemberId: b.id})
+			return []*client{a, c}
+		}},
+		{"session expires", func(h *harness, a, b, c *client) []*client {
+			h.advance(testSession / 2)
+			h.heartbeat(a)
+			h.heartbeat(b)
+			h.advance(testSession / 2)
+			return []*client{a, b}
+		}},
+		{"heartbeat", func(h *harness, a, b, c *client) []*client {
+			h.heartbeat(a)
+			return nil
+		}},
+		{"join while already preparing", func(h *harness, a, b, c *client) []*client {
+			h.joinNew(newClient("d"))
+			h.joinNew(newClient("e"))
+			return nil
+		}},
+		{"join while completing", func(h *harness, a, b, c *client) []*client {
+			d := newClient("d")
+			h.joinNew(d)
+			h.join(a)
+			h.join(b)
+			h.join(c)
+			h.wantState(CompletingRebalance, h.g.Generation())
+			h.joinNew(newClient("e"))
+			return []*client{a, b, c, d}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			a, b, c := newClient("a"), newClient("b"), newClient("c")
+			h.stabilize(a, b, c)
+			var want []string
+			for _, x := range tt.act(h, a, b, c) {
+				want = append(want, x.id)
+			}
+			if !slices.Equal(h.hinted, want) {
+				t.Fatalf("RebalanceStarted = %v, want %v (state %v)", h.hinted, want, h.g.State())
+			}
+		})
+	}
+
+	t.Run("only member rejoins with new metadata", func(t *testing.T) {
+		h := newHarness(t)
+		a := newClient("a")
+		gen := h.stabilize(a)
+		a.protocols = []*messages.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("changed")}}
+		h.wantJoinCode(h.join(a), codeOK)
+		h.wantState(CompletingRebalance, gen+1)
+		if h.hinted != nil {
+			t.Fatalf("RebalanceStarted = %v for a join phase that already ended", h.hinted)
+		}
+	})
+}

@@ -43,6 +43,8 @@ type harness struct {
 	sent map[Token]*client
 	// replies holds the answer to each token.
 	replies map[Token]proto.Message
+	// hinted is the Effects.RebalanceStarted of the last call.
+	hinted []string
 }
 
 // newHarness returns a harness whose group has no initial rebalance delay,
@@ -94,6 +96,7 @@ func newStatic(name string) *client {
 // apply records eff's replies, updating the clients that sent them.
 func (h *harness) apply(eff Effects) {
 	h.t.Helper()
+	h.hinted = eff.RebalanceStarted
 	for _, r := range eff.Replies {
 		c, ok := h.sent[r.Token]
 		if !ok {
