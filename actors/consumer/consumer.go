@@ -219,6 +219,8 @@ func (c *Consumer) Receive(ctx actor.Context) {
 		if c.grp != nil && c.grp.generation == msg.generation {
 			c.heartbeat(ctx)
 		}
+	case *messages.RebalanceStarted:
+		c.onRebalanceStarted(ctx, msg)
 	case assignMetadata:
 		c.onAssignMetadata(ctx, msg)
 	case *actor.Stopping:

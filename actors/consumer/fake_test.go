@@ -3,8 +3,9 @@
 // metadata, coordinator lookup, offsets, commits), fakeLeader (the leader
 // replicas of a topic's partitions: long-poll fetches and ListOffsets over
 // in-memory logs) and fakeCoordinator (a group coordinator driving the
-// pure membership core, actors/group, with the wall clock, and an offset
-// store that checks commits with it). Faults are injected per request
+// pure membership core, actors/group, with the wall clock, pushing
+// RebalanceStarted hints to the member actors its requests name, and an
+// offset store that checks commits with it). Faults are injected per request
 // type.
 
 package consumer
@@ -122,7 +123,7 @@ func (c *fakeCluster) startCoordinator(faults *coordFaults) *fakeCoordinator {
 	if faults == nil {
 		faults = &coordFaults{}
 	}
-	fc := &fakeCoordinator{t: c.t, groups: map[string]*group.Group{}, offsets: map[string]map[TopicPartition]int64{}, faults: faults, cluster: c}
+	fc := &fakeCoordinator{t: c.t, groups: map[string]*group.Group{}, actors: map[string]*actor.PID{}, offsets: map[string]map[TopicPartition]int64{}, faults: faults, cluster: c}
 	pid := c.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return fc }))
 	c.mu.Lock()
 	c.coord = pid
@@ -319,6 +320,8 @@ type coordFaults struct {
 	commits    []messages.ErrorCode
 	// dropJoins: joins are not answered at all while set.
 	dropJoins bool
+	// noHints: no RebalanceStarted hints are sent while set.
+	noHints bool
 }
 
 // set makes the next requests of queue q get codes.
@@ -358,11 +361,13 @@ type fakeCoordinator struct {
 
 	groups map[string]*group.Group
 	timer  *time.Timer
+	// actors maps member ids to the member actors their requests named.
+	actors map[string]*actor.PID
 
 	mu      sync.Mutex
 	offsets map[string]map[TopicPartition]int64
 	commits []commitRecord
-	events  []string // "join <member> gen", "leave <member>"
+	events  []string // "join <member>", "leave <member>", "hint <member> <generation>"
 }
 
 type (
@@ -392,10 +397,27 @@ func (fc *fakeCoordinator) group(ctx actor.Context, id string) *group.Group {
 	return g
 }
 
-// apply sends the replies and re-arms the timer.
-func (fc *fakeCoordinator) apply(ctx actor.Context, eff group.Effects) {
+// noteActor remembers the member actor a request names.
+func (fc *fakeCoordinator) noteActor(member string, a *messages.MemberActor) {
+	if member != "" && a != nil {
+		fc.actors[member] = actor.NewPID(a.Address, a.Id)
+	}
+}
+
+// apply sends the replies and the rebalance hints of g, and re-arms the
+// timer.
+func (fc *fakeCoordinator) apply(ctx actor.Context, g *group.Group, eff group.Effects) {
 	for _, r := range eff.Replies {
 		ctx.Send(r.Token.(*actor.PID), r.Msg)
+	}
+	fc.faults.mu.Lock()
+	noHints := fc.faults.noHints
+	fc.faults.mu.Unlock()
+	for _, id := range eff.RebalanceStarted {
+		if pid := fc.actors[id]; pid != nil && !noHints {
+			ctx.Send(pid, &messages.RebalanceStarted{GroupId: g.ID(), GenerationId: g.Generation(), MemberId: id})
+			fc.note(fmt.Sprintf("hint %s %d", id, g.Generation()))
+		}
 	}
 	if fc.timer != nil {
 		fc.timer.Stop()
@@ -419,25 +441,28 @@ func (fc *fakeCoordinator) Receive(ctx actor.Context) {
 			}
 		}
 		g := fc.group(ctx, msg.GroupId)
-		fc.apply(ctx, g.Join(now, ctx.Sender(), ctx.Sender().Address, msg))
+		fc.noteActor(msg.MemberId, msg.MemberActor)
+		fc.apply(ctx, g, g.Join(now, ctx.Sender(), ctx.Sender().Address, msg))
 		fc.note(fmt.Sprintf("join %s", msg.MemberId))
 	case *messages.SyncGroupRequest:
 		g := fc.group(ctx, msg.GroupId)
-		fc.apply(ctx, g.Sync(now, ctx.Sender(), msg))
+		fc.noteActor(msg.MemberId, msg.MemberActor)
+		fc.apply(ctx, g, g.Sync(now, ctx.Sender(), msg))
 	case *messages.HeartbeatRequest:
 		if code := fc.faults.next(&fc.faults.heartbeats); code != 0 {
 			ctx.Respond(&messages.HeartbeatResponse{CorrelationId: msg.CorrelationId, ErrorCode: code, ErrorMessage: "fake fault"})
 			return
 		}
 		g := fc.group(ctx, msg.GroupId)
+		fc.noteActor(msg.MemberId, msg.MemberActor)
 		resp, eff := g.Heartbeat(now, msg)
 		ctx.Respond(resp)
-		fc.apply(ctx, eff)
+		fc.apply(ctx, g, eff)
 	case *messages.LeaveGroupRequest:
 		g := fc.group(ctx, msg.GroupId)
 		resp, eff := g.Leave(now, msg)
 		ctx.Respond(resp)
-		fc.apply(ctx, eff)
+		fc.apply(ctx, g, eff)
 		for _, m := range msg.Members {
 			fc.note("leave " + m.MemberId)
 		}
@@ -461,7 +486,7 @@ func (fc *fakeCoordinator) Receive(ctx actor.Context) {
 		ctx.Respond(resp)
 	case coordTick:
 		for _, g := range fc.groups {
-			fc.apply(ctx, g.Tick(now))
+			fc.apply(ctx, g, g.Tick(now))
 		}
 	case groupState:
 		g := fc.group(ctx, msg.group)
@@ -522,6 +547,13 @@ func (fc *fakeCoordinator) setCommitted(grp string, tp TopicPartition, off int64
 		fc.offsets[grp] = map[TopicPartition]int64{}
 	}
 	fc.offsets[grp][tp] = off
+}
+
+// eventLog returns the events noted so far.
+func (fc *fakeCoordinator) eventLog() []string {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return slices.Clone(fc.events)
 }
 
 // view returns a group's state.

@@ -32,6 +32,14 @@
 //     fatal (ErrGroupFatal to OnError; the partitions are lost and nothing
 //     more is consumed).
 //
+// Rebalance hints: every JoinGroup, SyncGroup and Heartbeat names the
+// consumer actor (member_actor), and the coordinator pushes
+// RebalanceStarted to it when the group starts a rebalance; a stable
+// member hinted for its own group, member id and generation rejoins at
+// once instead of at its next heartbeat. Others are stale and ignored. A
+// hint is never needed for correctness: a lost one costs a heartbeat
+// interval.
+//
 // Metadata refreshes (every MetadataMaxAge, and after errors) re-evaluate
 // a pattern subscription; a changed subscription, or (for the leader) a
 // changed partition count of any topic of the group, makes the member
@@ -348,7 +356,7 @@ func (c *Consumer) sendJoin(ctx actor.Context) {
 		CorrelationId: c.nextCorr(), GroupId: c.cfg.GroupID, MemberId: g.memberID, GroupInstanceId: c.cfg.GroupInstanceID,
 		ProtocolType: group.ProtocolType, Protocols: group.Protocols(sub, c.cfg.Assignors...),
 		SessionTimeoutMs: int32(c.cfg.SessionTimeout.Milliseconds()), RebalanceTimeoutMs: int32(c.cfg.RebalanceTimeout.Milliseconds()),
-		ClientId: c.cfg.ClientID, Reason: why,
+		ClientId: c.cfg.ClientID, Reason: why, MemberActor: memberActor(ctx),
 	}
 	c.groupRequest(ctx, req, c.cfg.RebalanceTimeout+c.conn.RequestTimeout(), func(res any, err error) { c.onJoin(ctx, res, err) })
 }
@@ -459,7 +467,7 @@ func (c *Consumer) sendSync(ctx actor.Context, assignments []*messages.SyncGroup
 	req := &messages.SyncGroupRequest{
 		CorrelationId: c.nextCorr(), GroupId: c.cfg.GroupID, GenerationId: g.generation, MemberId: g.memberID,
 		GroupInstanceId: c.cfg.GroupInstanceID, ProtocolType: group.ProtocolType, ProtocolName: g.protocol,
-		Assignments: assignments,
+		Assignments: assignments, MemberActor: memberActor(ctx),
 	}
 	c.groupRequest(ctx, req, c.cfg.RebalanceTimeout+c.conn.RequestTimeout(), func(res any, err error) { c.onSync(ctx, res, err) })
 }
@@ -645,7 +653,10 @@ func (c *Consumer) heartbeat(ctx actor.Context) {
 	}
 	g.heartbeating = true
 	gen, member := g.generation, g.memberID
-	req := &messages.HeartbeatRequest{CorrelationId: c.nextCorr(), GroupId: c.cfg.GroupID, GenerationId: gen, MemberId: member, GroupInstanceId: c.cfg.GroupInstanceID}
+	req := &messages.HeartbeatRequest{
+		CorrelationId: c.nextCorr(), GroupId: c.cfg.GroupID, GenerationId: gen, MemberId: member, GroupInstanceId: c.cfg.GroupInstanceID,
+		MemberActor: memberActor(ctx),
+	}
 	c.groupRequest(ctx, req, min(c.conn.RequestTimeout(), c.cfg.SessionTimeout), func(res any, err error) {
 		g.heartbeating = false
 		if g.generation != gen || g.memberID != member || g.phase != phaseStable {
@@ -660,6 +671,31 @@ func (c *Consumer) heartbeat(ctx actor.Context) {
 			c.groupFailed(ctx, "heartbeat", r, resp.Err())
 		}
 	})
+}
+
+// memberActor names the consumer actor in group requests: the coordinator
+// sends it RebalanceStarted hints (the requests' sender is a reply future,
+// gone once answered).
+func memberActor(ctx actor.Context) *messages.MemberActor {
+	self := ctx.Self()
+	return &messages.MemberActor{Address: self.Address, Id: self.Id}
+}
+
+// onRebalanceStarted rejoins at once when the coordinator hints that the
+// member's group started a rebalance of the member's generation; a hint
+// for another group, member or generation, or while the member is not
+// stable (joining, syncing, closing), is stale and ignored.
+func (c *Consumer) onRebalanceStarted(ctx actor.Context, h *messages.RebalanceStarted) {
+	g := c.grp
+	log := c.logger.WithFields(logrus.Fields{"group": h.GroupId, "hint_member": h.MemberId, "hint_generation": h.GenerationId})
+	if g == nil || c.stopped || c.closed || c.closing != nil || h.GroupId != c.cfg.GroupID || h.MemberId != g.memberID ||
+		h.GenerationId != g.generation || g.phase != phaseStable || g.rejoin {
+		log.Debug("consumer: ignoring a stale rebalance hint")
+		return
+	}
+	c.groupLog().Info("consumer: the coordinator started a rebalance; rejoining")
+	g.requestRejoin("the coordinator started a rebalance")
+	c.groupStep(ctx)
 }
 
 // tpStrings returns tps as strings, for logs.

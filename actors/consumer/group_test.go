@@ -690,3 +690,77 @@ func TestManualAssignmentWithGroupCommits(t *testing.T) {
 		t.Fatalf("committed %d, want 6", got)
 	}
 }
+
+// TestGroupRebalanceHintRejoinsAtOnce: with heartbeats a minute apart, a
+// stable member learns of a second member's arrival only from the
+// coordinator's RebalanceStarted hint, and rejoins at once; hints for
+// another generation, member or group are ignored; without hints the
+// member learns nothing before its heartbeat (the coordinator's rebalance
+// timeout removes it instead).
+func TestGroupRebalanceHintRejoinsAtOnce(t *testing.T) {
+	slow := func(c *Config) {
+		c.HeartbeatInterval, c.SessionTimeout, c.RebalanceTimeout = time.Minute, 2*time.Minute, 2*time.Second
+	}
+	fc, crd, a := oneMember(t, 6, nil, slow)
+	time.Sleep(500 * time.Millisecond) // past the early heartbeats
+	v := crd.view(t, testGroup)
+	if v.State != group.Stable || len(v.Members) != 1 {
+		t.Fatalf("group %+v, want Stable with a", v)
+	}
+	member, gen := v.Members[0], v.Generation
+
+	// Stale hints change nothing.
+	for _, h := range []*messages.RebalanceStarted{
+		{GroupId: testGroup, GenerationId: gen - 1, MemberId: member},
+		{GroupId: testGroup, GenerationId: gen, MemberId: "someone-else"},
+		{GroupId: "other", GenerationId: gen, MemberId: member},
+	} {
+		fc.sys.Root.Send(a.pid, h)
+	}
+	joins := func() int {
+		n := 0
+		for _, e := range crd.eventLog() {
+			if strings.HasPrefix(e, "join "+member) {
+				n++
+			}
+		}
+		return n
+	}
+	before := joins()
+	time.Sleep(200 * time.Millisecond)
+	if n := joins(); n != before {
+		t.Fatalf("a rejoined %d times after stale hints", n-before)
+	}
+
+	// b joins: a is hinted and rejoins well before its heartbeat.
+	t0 := time.Now()
+	b := startMember(t, fc, crd, "b", slow)
+	waitOwned(t, 6, []*testMember{a, b}, 3, 3)
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("the rebalance took %v with a hint; want well below a second", d)
+	}
+	if !slices.Contains(crd.eventLog(), fmt.Sprintf("hint %s %d", member, gen)) {
+		t.Fatalf("no hint to a in %v", crd.eventLog())
+	}
+	if n := joins(); n <= before {
+		t.Fatalf("a did not rejoin; events %v", crd.eventLog())
+	}
+	if v := crd.view(t, testGroup); !slices.Contains(v.Members, member) {
+		t.Fatalf("a is no longer a member: %+v", v)
+	}
+}
+
+// TestGroupRebalanceWithoutHints: hints are only hints — with none, a
+// member learns of a rebalance from its heartbeat, as before.
+func TestGroupRebalanceWithoutHints(t *testing.T) {
+	faults := &coordFaults{noHints: true}
+	change := func(c *Config) { c.HeartbeatInterval = 300 * time.Millisecond }
+	fc, crd, a := oneMember(t, 6, faults, change)
+	b := startMember(t, fc, crd, "b", change)
+	waitOwned(t, 6, []*testMember{a, b}, 3, 3)
+	for _, e := range crd.eventLog() {
+		if strings.HasPrefix(e, "hint ") {
+			t.Fatalf("hinted with hints off: %v", crd.eventLog())
+		}
+	}
+}
