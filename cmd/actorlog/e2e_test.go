@@ -75,11 +75,15 @@ func TestMain(m *testing.M) {
 }
 
 // freeBase returns a port p such that p, p+1, p+2 (remote, etcd peer, etcd
-// client) and p+3 (HTTP) are free on loopback.
+// client) and p+3 (HTTP) are free on loopback. Ports come from below the
+// kernel's ephemeral range, so the outgoing connections of the hosts and
+// clients (which take ephemeral ports) cannot grab one between this check
+// and the host binding it, or while a killed host is down.
 func freeBase(t *testing.T) int {
 	t.Helper()
+	lo, hi := 10000, ephemeralLow()-4
 	for try := 0; try < 200; try++ {
-		base := 20000 + rand.IntN(40000)
+		base := lo + rand.IntN(hi-lo)
 		ok := true
 		var ls []net.Listener
 		for i := 0; i < 4 && ok; i++ {
@@ -99,6 +103,24 @@ func freeBase(t *testing.T) int {
 	}
 	t.Fatal("no free ports")
 	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < 12000 {
+		return 32768
+	}
+	return n
 }
 
 type hostProc struct {
