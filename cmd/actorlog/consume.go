@@ -123,9 +123,12 @@ func newConsumeCmd(g *globals) *cobra.Command {
 				}
 			}
 			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			defer out.Flush()
 			pr := &printer{out: out, max: maxMessages, printKey: printKey, printOffset: printOffset,
 				notify: make(chan struct{}, 1), fatal: make(chan error, 1), cut: map[consumer.TopicPartition]int64{}}
+			// The handler may still run on the consumer's goroutine
+			// while this returns (Stop is asynchronous): flush under
+			// the printer's lock.
+			defer pr.flush(cmd)
 			cfg := consumer.Config{Client: c, Partitions: parts, Start: start, Handler: pr.handle, OnError: pr.onError}
 			if gf.id != "" {
 				if err := gf.config(&cfg, args); err != nil {
@@ -224,10 +227,11 @@ func (p *printer) handle(msgs []consumer.Message) {
 		p.out.WriteByte('\n')
 		p.printed++
 	}
-	p.mu.Unlock()
 	// Flushed before the handler returns: a record counts as handled (and
 	// its offset may be committed) only once it is out.
-	if err := p.out.Flush(); err != nil {
+	err := p.out.Flush()
+	p.mu.Unlock()
+	if err != nil {
 		p.onError(fmt.Errorf("write output: %w", err))
 	}
 	select {
@@ -243,6 +247,15 @@ func (p *printer) onError(err error) {
 		case p.fatal <- err:
 		default:
 		}
+	}
+}
+
+// flush writes out what is buffered, under the lock the handler holds.
+func (p *printer) flush(cmd *cobra.Command) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.out.Flush(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: writing output: %v\n", err)
 	}
 }
 
