@@ -139,7 +139,15 @@ func (h *hostProc) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(h.base
 
 func startHost(t *testing.T, dir string, base int, extra ...string) *hostProc {
 	t.Helper()
-	h := &hostProc{t: t, dir: dir, base: base, extra: extra, logPath: filepath.Join(t.TempDir(), "host.log")}
+	logDir := t.TempDir()
+	// ACTORLOG_E2E_LOG_DIR keeps the hosts' logs after the test (long runs).
+	if keep := os.Getenv("ACTORLOG_E2E_LOG_DIR"); keep != "" {
+		logDir = filepath.Join(keep, fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), base))
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &hostProc{t: t, dir: dir, base: base, extra: extra, logPath: filepath.Join(logDir, "host.log")}
 	h.start()
 	t.Cleanup(func() {
 		// A clean stop exits 0; a race report under -race exits 66.

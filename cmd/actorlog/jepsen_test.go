@@ -24,10 +24,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,26 +44,52 @@ import (
 	"github.com/actorlog/actorlog/messages"
 )
 
-// workload produces to every partition of a topic and tails it.
+// workload produces to every partition of a topic at a steady rate and
+// tails it, keeping a bounded history (history_test.go) per partition: a
+// long run measures the system, not the harness. The producer's callbacks
+// and the consumer's handler never share a lock.
 type workload struct {
 	t     *testing.T
 	topic string
-	parts int
+	parts []*partHistory
 	c     *client.Client
 	p     *producer.Producer
 	cons  *actor.PID
-
-	mu     sync.Mutex
-	acked  map[int32][]int            // produce sequence numbers, in acknowledgement order
-	failed map[int32]int              // records whose delivery failed (allowed; they may or may not be in the log)
-	seen   map[int32]map[int64]string // what the consumer read at each offset
-	reread []string                   // offsets the consumer read twice with different values
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
+// partHistory is one partition's history. The producer side is touched by
+// delivery callbacks (on the producer actor), the consumer side by the
+// handler (on the consumer actor); each has its own lock.
+type partHistory struct {
+	nextSeq     int64        // next sequence to send (the produce loop's own)
+	outstanding atomic.Int64 // sent, fate not yet known
+	nAcked      atomic.Int64
+	nFailed     atomic.Int64
+
+	ackMu sync.Mutex
+	acked offsetRuns // offset -> sequence, as acknowledged
+
+	readMu    sync.Mutex
+	read      offsetRuns // offset -> sequence, as the consumer read it
+	lastSeq   int64      // the highest sequence read
+	anomalies []string   // what the consumer read that cannot be (first few)
+	nAnomaly  int
+	nextRead  atomic.Int64 // one past the highest offset read
+}
+
 func value(part int32, seq int) string { return fmt.Sprintf("%d-%08d", part, seq) }
+
+// Workload pacing: soakRate records a second over all partitions
+// (ACTORLOG_SOAK_RATE), at most maxOutstanding unacknowledged records per
+// partition: a partition without a leader stops taking records while the
+// others go on, as an app with a bounded buffer would behave.
+const (
+	defaultSoakRate = 3000
+	maxOutstanding  = 3000
+)
 
 // startWorkload starts producing (paced, round robin over the partitions)
 // and consuming from the earliest offset.
@@ -82,10 +110,9 @@ func startWorkload(t *testing.T, hosts []*hostProc, topic string, parts int) *wo
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &workload{t: t, topic: topic, parts: parts, c: c, p: p,
-		acked: map[int32][]int{}, failed: map[int32]int{}, seen: map[int32]map[int64]string{}, stop: make(chan struct{})}
+	w := &workload{t: t, topic: topic, c: c, p: p, stop: make(chan struct{})}
 	for i := 0; i < parts; i++ {
-		w.seen[int32(i)] = map[int64]string{}
+		w.parts = append(w.parts, &partHistory{lastSeq: -1})
 	}
 	props, err := consumer.Props(consumer.Config{Client: c, Topic: topic, Start: consumer.Earliest(), OnOutOfRange: consumer.Fail,
 		OnError: func(error) {}, Handler: w.onConsumed})
@@ -93,56 +120,108 @@ func startWorkload(t *testing.T, hosts []*hostProc, topic string, parts int) *wo
 		t.Fatal(err)
 	}
 	w.cons = c.System().Root.Spawn(props)
+	rate := defaultSoakRate
+	if v := os.Getenv("ACTORLOG_SOAK_RATE"); v != "" {
+		if rate, err = strconv.Atoi(v); err != nil || rate < 100 {
+			t.Fatalf("ACTORLOG_SOAK_RATE=%q: want at least 100 records a second", v)
+		}
+	}
 	w.wg.Add(1)
-	go w.produce()
+	go w.produce(rate)
 	return w
 }
 
-func (w *workload) produce() {
+// produce sends rate records a second, round robin over the partitions
+// that have room.
+func (w *workload) produce(rate int) {
 	defer w.wg.Done()
-	for i := 0; ; i++ {
+	const tick = 10 * time.Millisecond
+	perTick := max(1, rate/int(time.Second/tick))
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	next := 0
+	for {
 		select {
 		case <-w.stop:
 			return
-		default:
+		case <-tk.C:
 		}
-		part, seq := int32(i%w.parts), i/w.parts
-		w.p.ProduceAsync(&producer.Send{Topic: w.topic, Partition: part, Value: []byte(value(part, seq)), Callback: func(d producer.Delivered) {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if d.Err != nil {
-				w.failed[part]++
-				return
+		for sent, tried := 0, 0; sent < perTick && tried < perTick+len(w.parts); tried++ {
+			part := int32(next % len(w.parts))
+			next++
+			ph := w.parts[part]
+			if ph.outstanding.Load() >= maxOutstanding {
+				continue
 			}
-			w.acked[part] = append(w.acked[part], seq)
-		}})
-		if i%100 == 99 {
-			time.Sleep(5 * time.Millisecond)
+			seq := ph.nextSeq
+			ph.nextSeq++
+			ph.outstanding.Add(1)
+			sent++
+			w.p.ProduceAsync(&producer.Send{Topic: w.topic, Partition: part, Value: []byte(value(part, int(seq))), Callback: func(d producer.Delivered) {
+				ph.outstanding.Add(-1)
+				if d.Err != nil {
+					ph.nFailed.Add(1)
+					return
+				}
+				ph.ackMu.Lock()
+				if old, differs := ph.acked.add(d.Offset, seq); differs {
+					// Two records acknowledged at one offset: kept for check.
+					w.t.Errorf("partition %d offset %d acknowledged for %s and for %s", part, d.Offset, value(part, int(old)), value(part, int(seq)))
+				}
+				ph.ackMu.Unlock()
+				ph.nAcked.Add(1)
+			}})
 		}
 	}
 }
 
 func (w *workload) onConsumed(msgs []consumer.Message) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	if len(msgs) == 0 {
+		return
+	}
+	part := msgs[0].Partition
+	ph := w.parts[part]
+	prefix := strconv.Itoa(int(part)) + "-"
+	ph.readMu.Lock()
+	defer ph.readMu.Unlock()
 	for _, m := range msgs {
 		v := string(m.Value)
-		if old, ok := w.seen[m.Partition][m.Offset]; ok && old != v {
-			w.reread = append(w.reread, fmt.Sprintf("partition %d offset %d: read %q, later %q", m.Partition, m.Offset, old, v))
+		seq, err := strconv.ParseInt(strings.TrimPrefix(v, prefix), 10, 64)
+		if err != nil || !strings.HasPrefix(v, prefix) {
+			ph.anomaly(fmt.Sprintf("partition %d offset %d: foreign value %q", part, m.Offset, v))
+			continue
 		}
-		w.seen[m.Partition][m.Offset] = v
+		if m.Offset < ph.nextRead.Load() {
+			if old, differs := ph.read.add(m.Offset, seq); differs {
+				ph.anomaly(fmt.Sprintf("partition %d offset %d: read %s, later %s", part, m.Offset, value(part, int(old)), v))
+			}
+			continue
+		}
+		if seq <= ph.lastSeq {
+			ph.anomaly(fmt.Sprintf("partition %d offset %d: read %s after %s (twice, or out of produce order)", part, m.Offset, v, value(part, int(ph.lastSeq))))
+		}
+		ph.lastSeq = max(ph.lastSeq, seq)
+		ph.read.add(m.Offset, seq)
+		ph.nextRead.Store(m.Offset + 1)
+	}
+}
+
+// anomaly records something the consumer read that cannot be. Caller holds
+// readMu.
+func (ph *partHistory) anomaly(s string) {
+	ph.nAnomaly++
+	if len(ph.anomalies) < 20 {
+		ph.anomalies = append(ph.anomalies, s)
 	}
 }
 
 func (w *workload) ackedCount(part int32) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if part >= 0 {
-		return len(w.acked[part])
+		return int(w.parts[part].nAcked.Load())
 	}
 	n := 0
-	for _, a := range w.acked {
-		n += len(a)
+	for _, ph := range w.parts {
+		n += int(ph.nAcked.Load())
 	}
 	return n
 }
@@ -173,11 +252,9 @@ func (w *workload) finish(via *hostProc) {
 	}
 	ends := via.endOffsets(w.topic)
 	clustertest.WaitFor(w.t, 60*time.Second, func() error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
 		for part, end := range ends {
-			if n := int64(len(w.seen[int32(part)])); n < end {
-				return fmt.Errorf("consumer read %d of %d records of partition %d", n, end, part)
+			if n := w.parts[part].nextRead.Load(); n < end {
+				return fmt.Errorf("consumer read up to %d of %d records of partition %d", n, end, part)
 			}
 		}
 		return nil
@@ -185,79 +262,51 @@ func (w *workload) finish(via *hostProc) {
 	w.c.System().Root.Stop(w.cons)
 }
 
-// check asserts the history against the final log (read through via) and
-// compares the replicas' logs once all hosts are stopped.
+// check asserts the history against the final log: it stops every host,
+// streams each partition's log from every replica's directory, checks the
+// replicas are byte-identical and compares what was acknowledged and read
+// with the log, offset by offset.
 func (w *workload) check(hosts []*hostProc, via *hostProc) {
 	w.t.Helper()
 	t := w.t
 	waitFullISR(t, via, w.topic)
-	ends := via.endOffsets(w.topic)
-	recs := via.consumeAll(w.topic, int(sum(ends)))
-	log := map[int32][]consumed{}
-	for _, r := range recs {
-		log[r.partition] = append(log[r.partition], r)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range w.reread {
-		t.Errorf("the consumer read a record that changed: %s", r)
-	}
-	totalAcked, totalFailed := 0, 0
-	for part := int32(0); part < int32(w.parts); part++ {
-		at := map[int64]string{}
-		pos := map[int]int{} // produce seq -> index in the log
-		last := -1
-		for i, r := range log[part] {
-			at[r.offset] = r.value
-			seq, err := strconv.Atoi(strings.TrimPrefix(r.value, strconv.Itoa(int(part))+"-"))
-			if err != nil || value(part, seq) != r.value {
-				t.Fatalf("partition %d offset %d: foreign value %q", part, r.offset, r.value)
-			}
-			if _, dup := pos[seq]; dup {
-				t.Errorf("partition %d: record %s is in the log twice (offsets %d and %d)", part, r.value, log[part][pos[seq]].offset, r.offset)
-			}
-			pos[seq] = i
-			if seq <= last {
-				t.Errorf("partition %d offset %d: record %s after %s (out of produce order)", part, r.offset, r.value, value(part, last))
-			}
-			last = max(last, seq)
-		}
-		for _, seq := range w.acked[part] {
-			if _, ok := pos[seq]; !ok {
-				t.Errorf("partition %d: acknowledged record %s is not in the log", part, value(part, seq))
-			}
-		}
-		for off, v := range w.seen[part] {
-			if at[off] != v {
-				t.Errorf("partition %d offset %d: the consumer read %q, the log now holds %q (truncated after it was read)", part, off, v, at[off])
-			}
-		}
-		totalAcked += len(w.acked[part])
-		totalFailed += w.failed[part]
-	}
-	t.Logf("%d records acknowledged, %d failed, %d in the log; the consumer read %d", totalAcked, totalFailed, len(recs), w.seenCountLocked())
-
 	for _, h := range hosts {
 		if code := h.stop(syscall.SIGTERM); code != 0 {
 			t.Fatalf("host %s exited with %d", h.addr(), code)
 		}
 	}
-	for part := 0; part < w.parts; part++ {
-		want := readLog(t, filepath.Join(hosts[0].dir, fmt.Sprintf("%s-%d", w.topic, part)))
-		for _, h := range hosts[1:] {
-			if got := readLog(t, filepath.Join(h.dir, fmt.Sprintf("%s-%d", w.topic, part))); !bytes.Equal(got, want) {
-				t.Errorf("partition %d: the replica on %s differs from the one on %s (%d vs %d bytes)", part, h.addr(), hosts[0].addr(), len(got), len(want))
+	var totalAcked, totalFailed, totalRead, inLog int64
+	for part, ph := range w.parts {
+		scans := make([]*logScan, len(hosts))
+		for i, h := range hosts {
+			scans[i] = scanPartitionLog(t, filepath.Join(h.dir, fmt.Sprintf("%s-%d", w.topic, part)), int32(part))
+			if i > 0 && !bytes.Equal(scans[i].digest, scans[0].digest) {
+				t.Errorf("partition %d: the replica on %s differs from the one on %s (%d vs %d records)", part, h.addr(), hosts[0].addr(), scans[i].records, scans[0].records)
 			}
 		}
+		log := scans[0]
+		for _, p := range log.problems {
+			t.Errorf("partition %d: %s", part, p)
+		}
+		ph.ackMu.Lock()
+		if bad, n := ph.acked.mismatches(&log.runs, 10); n > 0 {
+			t.Errorf("partition %d: %d acknowledged records are not in the log where they were acknowledged: %v", part, n, bad)
+		}
+		totalAcked += ph.acked.count()
+		ph.ackMu.Unlock()
+		ph.readMu.Lock()
+		if bad, n := ph.read.mismatches(&log.runs, 10); n > 0 {
+			t.Errorf("partition %d: %d records the consumer read are not in the final log at their offsets (truncated after they were read): %v", part, n, bad)
+		}
+		if ph.nAnomaly > 0 {
+			t.Errorf("partition %d: the consumer read %d impossible records: %v", part, ph.nAnomaly, ph.anomalies)
+		}
+		totalRead += ph.read.count()
+		ph.readMu.Unlock()
+		totalFailed += ph.nFailed.Load()
+		inLog += log.records
 	}
-}
-
-func (w *workload) seenCountLocked() int {
-	n := 0
-	for _, s := range w.seen {
-		n += len(s)
-	}
-	return n
+	t.Logf("%d records acknowledged, %d failed, %d in the log; the consumer read %d", totalAcked, totalFailed, inLog, totalRead)
 }
 
 // waitFullISR waits until every partition of topic has a leader and all
@@ -300,6 +349,8 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	w := startWorkload(t, hosts, topic, parts)
 	w.waitAcked(-1, 2000, 60*time.Second)
 
+	var firstAck, resumed []time.Duration
+	res := newResourceLog(t, hosts)
 	start := time.Now()
 	for i := 0; (soak == 0 && i < cycles) || (soak > 0 && time.Since(start) < soak); i++ {
 		part := int32(i % parts)
@@ -308,19 +359,119 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		victim := hostByID(t, hosts, rows[part].leader)
+		before := w.ackedCount(part)
 		victim.stop(syscall.SIGKILL)
 		killed := time.Now()
-		// Writes to the killed leader's partition resume on a new leader.
+		// Writes to the killed leader's partition resume on a new leader:
+		// the first acknowledgement, then 500 of them.
+		clustertest.WaitFor(t, 90*time.Second, func() error {
+			if w.ackedCount(part) <= before {
+				return fmt.Errorf("partition %d took no write since its leader was killed", part)
+			}
+			return nil
+		})
+		firstAck = append(firstAck, time.Since(killed))
 		w.waitAcked(part, 500, 90*time.Second)
-		t.Logf("cycle %d: killed host %d (leader of partition %d); its partition took writes again after %v",
-			i+1, rows[part].leader, part, time.Since(killed).Round(10*time.Millisecond))
+		resumed = append(resumed, time.Since(killed))
 		victim.start()
 		waitFullISR(t, others(hosts, victim)[0], topic)
 		w.waitAcked(-1, 1000, 60*time.Second)
+		t.Logf("cycle %d: killed host %d (leader of partition %d); first write acknowledged after %v, 500 after %v; %s",
+			i+1, rows[part].leader, part, firstAck[i].Round(10*time.Millisecond), resumed[i].Round(10*time.Millisecond), res.sample(i+1))
 	}
+	reportFailoverTrend(t, firstAck, "first acknowledged write after the kill")
+	res.checkNoGrowth(len(firstAck))
 	via := hosts[0]
 	w.finish(via)
 	w.check(hosts, via)
+}
+
+// reportFailoverTrend logs min/median/p90/max of the first and last
+// quarter of a long run's cycles side by side, and with 100 cycles or
+// more asserts there is no trend: a median of at most 8 s and a maximum of
+// at most 12 s in both.
+func reportFailoverTrend(t *testing.T, times []time.Duration, what string) {
+	t.Helper()
+	if len(times) == 0 {
+		return
+	}
+	q := max(1, len(times)/4)
+	early, late := times[:q], times[len(times)-q:]
+	t.Logf("%s over %d cycles: all: %s", what, len(times), summarizeP90(times))
+	t.Logf("  cycles 1–%d: %s", q, summarizeP90(early))
+	t.Logf("  cycles %d–%d: %s", len(times)-q+1, len(times), summarizeP90(late))
+	if len(times) < 100 {
+		return
+	}
+	for _, half := range [][]time.Duration{early, late} {
+		s := slices.Clone(half)
+		slices.Sort(s)
+		if med, mx := s[len(s)/2], s[len(s)-1]; med > 8*time.Second || mx > 12*time.Second {
+			t.Errorf("%s: median %v, max %v; want at most 8 s and 12 s in every quarter", what, med, mx)
+		}
+	}
+}
+
+// summarizeP90 is summarize with the 90th percentile.
+func summarizeP90(times []time.Duration) string {
+	s := slices.Clone(times)
+	slices.Sort(s)
+	p90 := s[min(len(s)-1, len(s)*9/10)]
+	return fmt.Sprintf("%s, p90 %v", summarize(times), p90.Round(10*time.Millisecond))
+}
+
+// resourceLog samples the test process and the hosts after every cycle.
+type resourceLog struct {
+	t        *testing.T
+	hosts    []*hostProc
+	prev     map[string]procSample // by "test" or host address
+	baseline map[string]procSample // at cycle 10 (or the first cycle of a short run)
+	last     map[string]procSample
+}
+
+func newResourceLog(t *testing.T, hosts []*hostProc) *resourceLog {
+	r := &resourceLog{t: t, hosts: hosts, prev: map[string]procSample{}, baseline: map[string]procSample{}, last: map[string]procSample{}}
+	r.sample(0)
+	return r
+}
+
+// sample reads every process and formats the reading.
+func (r *resourceLog) sample(cycle int) string {
+	var parts []string
+	add := func(name string, s procSample, err error) {
+		if err != nil {
+			parts = append(parts, name+": "+err.Error())
+			return
+		}
+		parts = append(parts, name+": "+s.format(r.prev[name]))
+		r.prev[name] = s
+		r.last[name] = s
+		if cycle == 10 || (cycle == 1 && len(r.baseline) == 0) {
+			r.baseline[name] = s
+		}
+	}
+	s, err := sampleSelf()
+	add("test", s, err)
+	for _, h := range r.hosts {
+		s, err := sampleHost(h)
+		add(h.addr(), s, err)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkNoGrowth asserts, for runs of 100 cycles or more, that the test
+// process and every host end within 10 % of their cycle-10 RSS,
+// descriptors and goroutines.
+func (r *resourceLog) checkNoGrowth(cycles int) {
+	for name, base := range r.baseline {
+		if grew := r.last[name].grewBeyond(base, 0.10); len(grew) > 0 {
+			if cycles >= 100 {
+				r.t.Errorf("%s grew over %d cycles: %v", name, cycles, grew)
+			} else {
+				r.t.Logf("%s grew over %d cycles: %v", name, cycles, grew)
+			}
+		}
+	}
 }
 
 func TestFrozenLeaderCannotAcknowledgeLostRecords(t *testing.T) {

@@ -1,0 +1,148 @@
+// procstats_test.go: resource samples of the test process and of host
+// processes (RSS, CPU time, open descriptors, goroutines), read from /proc
+// and from a host's /metrics, so long fault runs report what the harness
+// and each host use next to the failover times.
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procSample is one reading of a process's resources.
+type procSample struct {
+	pid        int
+	at         time.Time
+	rssBytes   int64
+	cpu        time.Duration // user + system time so far
+	fds        int
+	goroutines int // -1 when unknown
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux).
+const clockTicks = 100
+
+// sampleProc reads pid's RSS, CPU time and descriptors from /proc.
+func sampleProc(pid int) (procSample, error) {
+	s := procSample{pid: pid, at: time.Now(), goroutines: -1}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, fmt.Errorf("read stat of %d: %w", pid, err)
+	}
+	// Fields after the command name (which may hold spaces) start at ") ".
+	rest := string(stat)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+2:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 22 {
+		return s, fmt.Errorf("stat of %d: %d fields", pid, len(f))
+	}
+	// rest starts at field 3 (state): utime is field 14, stime 15, rss 24.
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	rssPages, err3 := strconv.ParseInt(f[21], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return s, fmt.Errorf("stat of %d: bad numbers", pid)
+	}
+	s.cpu = time.Duration(utime+stime) * time.Second / clockTicks
+	s.rssBytes = rssPages * int64(os.Getpagesize())
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return s, fmt.Errorf("list descriptors of %d: %w", pid, err)
+	}
+	s.fds = len(fds)
+	return s, nil
+}
+
+// sampleSelf samples the test process, with its goroutines.
+func sampleSelf() (procSample, error) {
+	s, err := sampleProc(os.Getpid())
+	s.goroutines = runtime.NumGoroutine()
+	return s, err
+}
+
+// sampleHost samples a running host process, with the goroutine count its
+// /metrics reports.
+func sampleHost(h *hostProc) (procSample, error) {
+	if h.cmd == nil || h.cmd.Process == nil {
+		return procSample{goroutines: -1}, fmt.Errorf("host %s is not running", h.addr())
+	}
+	s, err := sampleProc(h.cmd.Process.Pid)
+	if err != nil {
+		return s, err
+	}
+	if g, err := metricValue(h, "go_goroutines"); err == nil {
+		s.goroutines = int(g)
+	}
+	return s, nil
+}
+
+// metricValue reads one unlabelled metric from a host's /metrics.
+func metricValue(h *hostProc, name string) (float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + h.httpAddr() + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("metrics of %s: %w", h.addr(), err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("metrics of %s: %w", h.addr(), err)
+	}
+	return 0, fmt.Errorf("metrics of %s: no %s", h.addr(), name)
+}
+
+// cpuShare is the share of one core the process used since prev, in
+// percent; false when prev is of another process (a restarted host).
+func (s procSample) cpuShare(prev procSample) (float64, bool) {
+	wall := s.at.Sub(prev.at)
+	if wall <= 0 || prev.pid != s.pid {
+		return 0, false
+	}
+	return 100 * float64(s.cpu-prev.cpu) / float64(wall), true
+}
+
+// format prints RSS, CPU share since prev, descriptors and goroutines.
+func (s procSample) format(prev procSample) string {
+	g := "?"
+	if s.goroutines >= 0 {
+		g = strconv.Itoa(s.goroutines)
+	}
+	cpu := "new"
+	if share, ok := s.cpuShare(prev); ok {
+		cpu = fmt.Sprintf("%.0f%%", share)
+	}
+	return fmt.Sprintf("rss %dMB cpu %s fds %d goroutines %s", s.rssBytes>>20, cpu, s.fds, g)
+}
+
+// grewBeyond reports how s grew past base by more than frac (and more
+// than slack of absolute noise): RSS, descriptors and goroutines.
+func (s procSample) grewBeyond(base procSample, frac float64) []string {
+	var out []string
+	check := func(what string, now, was, slack int64) {
+		if float64(now) > float64(was)*(1+frac)+float64(slack) {
+			out = append(out, fmt.Sprintf("%s %d, was %d", what, now, was))
+		}
+	}
+	check("rss bytes", s.rssBytes, base.rssBytes, 0)
+	check("descriptors", int64(s.fds), int64(base.fds), 2)
+	if s.goroutines >= 0 && base.goroutines >= 0 {
+		check("goroutines", int64(s.goroutines), int64(base.goroutines), 5)
+	}
+	return out
+}
