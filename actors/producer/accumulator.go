@@ -414,9 +414,23 @@ func (a *Accumulator) Flush() {
 	}
 }
 
+// drainable reports whether p's open batch, closed now, would be sent at
+// once: p is not paused, has nothing queued ahead of it and room in flight
+// (and, when idempotent, in its sequence window; see inOrder). Only
+// then does linger close p's open batch. Otherwise the batch stays open and
+// keeps filling up to BatchSize, as Kafka's RecordAccumulator appends to
+// the last batch of a partition's deque until the sender drains it: a
+// partition that waits for a new leader, or for its in-flight answers,
+// sends full batches when it can, instead of a long queue of
+// linger-sized ones that drains no faster than records arrive.
+func (a *Accumulator) drainable(p *partition) bool {
+	return len(p.queue) == 0 && len(p.inflight) < a.cfg.MaxInFlight && a.canSend(p) && a.inOrder(p, p.open)
+}
+
 // Ready returns the batches to send now, marking them in flight. It first
-// closes every open batch whose linger has expired (or every open batch,
-// after an append failed with ErrBufferFull); then, per partition that is
+// closes every open batch whose linger has expired and that would be sent
+// at once (see drainable), or every open batch after an append failed
+// with ErrBufferFull; then, per partition that is
 // not paused, it hands out queued batches in order while the partition has
 // fewer than MaxInFlight in flight, stopping at a batch still in its retry
 // backoff, so that a retried batch keeps its place ahead of later ones.
@@ -433,7 +447,7 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 	all := a.exhausted
 	a.exhausted = false
 	for _, p := range a.parts {
-		if b := p.open; b != nil && (all || !now.Before(b.created.Add(a.cfg.Linger))) {
+		if b := p.open; b != nil && (all || (a.drainable(p) && !now.Before(b.created.Add(a.cfg.Linger)))) {
 			a.close(p)
 		}
 		if p.broken && a.pidValid {
@@ -499,7 +513,9 @@ func (a *Accumulator) NextDeadline() (time.Time, bool) {
 	}
 	for _, p := range a.parts {
 		if b := p.open; b != nil {
-			consider(b.created.Add(a.cfg.Linger))
+			if a.drainable(p) {
+				consider(b.created.Add(a.cfg.Linger))
+			}
 			consider(b.created.Add(a.cfg.DeliveryTimeout))
 		}
 		if p.broken && a.pidValid {
@@ -655,16 +671,17 @@ func (a *Accumulator) Expire(now time.Time) []Delivery {
 			a.takeInFlight(b.id)
 			out = a.retry(out, b, now, fmt.Errorf("%w: no answer for %v", ErrRequestTimeout, a.cfg.RequestTimeout))
 		}
-		kept := p.queue[:0]
-		for _, b := range p.queue {
-			if now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
-				kept = append(kept, b)
-				continue
-			}
-			out = a.fail(out, b, a.timeoutErr(b, now))
+		// Queues are in creation order: only a prefix can have expired.
+		n := 0
+		for n < len(p.queue) && !now.Before(p.queue[n].created.Add(a.cfg.DeliveryTimeout)) {
+			out = a.fail(out, p.queue[n], a.timeoutErr(p.queue[n], now))
+			n++
 		}
-		clear(p.queue[len(kept):])
-		p.queue = kept
+		if n > 0 {
+			kept := copy(p.queue, p.queue[n:])
+			clear(p.queue[kept:])
+			p.queue = p.queue[:kept]
+		}
 		if b := p.open; b != nil && !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
 			out = a.fail(out, a.takeOpen(p), a.timeoutErr(b, now))
 		}

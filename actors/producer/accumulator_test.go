@@ -567,13 +567,66 @@ func TestPauseResume(t *testing.T) {
 	if rb := a.Ready(t0); len(rb) != 1 || rb[0].TopicPartition != tpB {
 		t.Fatalf("paused A sent: %+v", rb)
 	}
-	mustAppend(t, a, ms(1), tpA, 2, 10) // a second batch behind the first
+	// Past its linger, a paused partition's batch stays open and fills.
+	mustAppend(t, a, ms(1), tpA, 2, 10)
 	a.Ready(ms(1))
 	a.Resume(tpA)
 	a.Resume(tpC) // unknown partition: nothing happens
 	rb := readyCopy(a, ms(2))
-	if len(rb) != 2 || reportInts(rb[0])[0] != 0 || reportInts(rb[1])[0] != 2 {
+	if len(rb) != 1 || !slices.Equal(reportInts(rb[0]), []int{0, 2}) {
 		t.Fatalf("after Resume: %+v", rb)
+	}
+}
+
+// A partition that cannot send (paused, or its in-flight limit reached)
+// keeps filling its open batch up to BatchSize instead of closing one
+// batch per linger, and does not ask to be woken for that linger: after
+// a pause it sends a few full batches, not a long queue of small ones.
+func TestBlockedPartitionFillsBatches(t *testing.T) {
+	const rec = 10
+	for _, blocked := range []string{"paused", "in flight"} {
+		t.Run(blocked, func(t *testing.T) {
+			a := newAcc(t, Config{Linger: 5 * time.Millisecond, BatchSize: 2000, MaxInFlight: 1})
+			if blocked == "paused" {
+				a.Pause(tpA)
+			} else {
+				mustAppend(t, a, t0, tpA, -1, rec)
+				if rb := a.Ready(ms(5)); len(rb) != 1 {
+					t.Fatalf("first batch not sent: %+v", rb)
+				}
+			}
+			n := 0
+			for tick := 10; tick <= 1000; tick += 10 { // 100 records, one every 10 ms
+				mustAppend(t, a, ms(tick), tpA, n, rec)
+				n++
+				for _, now := range []time.Time{ms(tick), ms(tick + 6)} { // on the append, and past its linger
+					if rb := a.Ready(now); len(rb) != 0 {
+						t.Fatalf("a blocked partition sent %+v", rb)
+					}
+					if at, ok := a.NextDeadline(); ok && !at.After(now) {
+						t.Fatalf("wake-up asked for %v at %v: a busy loop", at.Sub(t0), now.Sub(t0))
+					}
+				}
+			}
+			var queued []int
+			open := 0
+			if b := a.lookup(tpA).open; b != nil {
+				open = len(b.reports)
+			}
+			sum := open
+			for _, b := range a.lookup(tpA).queue {
+				queued = append(queued, len(b.reports))
+				sum += len(b.reports)
+			}
+			if sum != n {
+				t.Fatalf("%d records buffered, want %d", sum, n)
+			}
+			for i, c := range queued {
+				if c < 50 {
+					t.Errorf("queued batch %d holds %d records: closed before it was full (queue %v, open %d)", i, c, queued, open)
+				}
+			}
+		})
 	}
 }
 

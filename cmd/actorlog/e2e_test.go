@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // profiles of the test process, with ACTORLOG_TEST_PPROF
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,15 @@ import (
 var binPath, clusterBinPath string
 
 func TestMain(m *testing.M) {
+	// ACTORLOG_TEST_PPROF=HOST:PORT serves the test process's own profiles
+	// (long fault runs: is it the harness or the client that grows?).
+	if addr := os.Getenv("ACTORLOG_TEST_PPROF"); addr != "" {
+		go func() {
+			if err := http.ListenAndServe(addr, nil); err != nil {
+				fmt.Fprintln(os.Stderr, "test pprof:", err)
+			}
+		}()
+	}
 	dir, err := os.MkdirTemp("", "actorlog-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
