@@ -323,6 +323,14 @@ func (h *Host) start(ctx context.Context) error {
 	}
 
 	h.metrics = NewMetrics()
+	h.metrics.Registry.MustRegister(newStateCollector(
+		func() *pcluster.Cluster { return h.cluster },
+		func() *clientv3.Client {
+			if h.store == nil {
+				return nil
+			}
+			return h.store.Client()
+		}, h.logger))
 	if cfg.HTTP != "off" {
 		if err := h.startHTTP(); err != nil {
 			return err

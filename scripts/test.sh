@@ -20,5 +20,5 @@ go test -race -count=1 -timeout 20m "${rest[@]}"
 # swaps grpc's global logger while other connections' goroutines read it
 # (a race inside the libraries). The host processes it starts are still
 # race-built; the client library's own tests run with -race above.
-ACTORLOG_E2E_RACE_HOSTS=1 go test -count=1 -timeout 20m ./cmd/actorlog
+ACTORLOG_E2E_RACE_HOSTS=1 go test -count=1 -timeout 30m ./cmd/actorlog
 go test -race -count=1 -timeout 20m ./deploy

@@ -68,6 +68,8 @@ type partHistory struct {
 	outstanding atomic.Int64 // sent, fate not yet known
 	nAcked      atomic.Int64
 	nFailed     atomic.Int64
+	lastAck     atomic.Int64 // when the last acknowledgement came (Unix ns)
+	maxGap      atomic.Int64 // the longest time between two acknowledgements (ns) since takeMaxGap
 
 	ackMu sync.Mutex
 	acked offsetRuns // offset -> sequence, as acknowledged
@@ -170,6 +172,10 @@ func (w *workload) produce(rate int) {
 				}
 				ph.ackMu.Unlock()
 				ph.nAcked.Add(1)
+				now := time.Now().UnixNano()
+				if prev := ph.lastAck.Swap(now); prev != 0 && now-prev > ph.maxGap.Load() {
+					ph.maxGap.Store(now - prev) // callbacks run one at a time
+				}
 			}})
 		}
 	}
@@ -224,6 +230,20 @@ func (w *workload) ackedCount(part int32) int {
 		n += int(ph.nAcked.Load())
 	}
 	return n
+}
+
+// takeMaxGap returns the longest pause between two acknowledgements of any
+// partition since the last call, and that partition, and starts measuring
+// anew.
+func (w *workload) takeMaxGap() (time.Duration, int32) {
+	var gap time.Duration
+	var part int32
+	for i, ph := range w.parts {
+		if g := time.Duration(ph.maxGap.Swap(0)); g > gap {
+			gap, part = g, int32(i)
+		}
+	}
+	return gap, part
 }
 
 // waitAcked waits until n more records (of part, or of all partitions when

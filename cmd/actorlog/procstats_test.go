@@ -23,7 +23,8 @@ type procSample struct {
 	rssBytes   int64
 	cpu        time.Duration // user + system time so far
 	fds        int
-	goroutines int // -1 when unknown
+	goroutines int      // -1 when unknown
+	extra      []string // more figures, printed as they are
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux).
@@ -69,8 +70,19 @@ func sampleSelf() (procSample, error) {
 	return s, err
 }
 
-// sampleHost samples a running host process, with the goroutine count its
-// /metrics reports.
+// hostStateMetrics are the /metrics gauges a long run reports per host
+// next to its process figures: what could accumulate across failures.
+var hostStateMetrics = []struct{ name, label string }{
+	{"actorlog_protoactor_members", "members"},
+	{"actorlog_protoactor_blocked_members", "blocked"},
+	{"actorlog_protoactor_gossip_members", "gossip"},
+	{"actorlog_etcd_revision", "etcd-rev"},
+	{"actorlog_etcd_db_size_in_use_bytes", "etcd-db"},
+	{"actorlog_etcd_leases", "leases"},
+}
+
+// sampleHost samples a running host process, with the goroutine count and
+// the state gauges its /metrics reports.
 func sampleHost(h *hostProc) (procSample, error) {
 	if h.cmd == nil || h.cmd.Process == nil {
 		return procSample{goroutines: -1}, fmt.Errorf("host %s is not running", h.addr())
@@ -79,32 +91,45 @@ func sampleHost(h *hostProc) (procSample, error) {
 	if err != nil {
 		return s, err
 	}
-	if g, err := metricValue(h, "go_goroutines"); err == nil {
+	vals, err := metricValues(h)
+	if err != nil {
+		return s, nil // the process figures are still worth reporting
+	}
+	if g, ok := vals["go_goroutines"]; ok {
 		s.goroutines = int(g)
+	}
+	for _, m := range hostStateMetrics {
+		if v, ok := vals[m.name]; ok {
+			s.extra = append(s.extra, fmt.Sprintf("%s %.0f", m.label, v))
+		}
 	}
 	return s, nil
 }
 
-// metricValue reads one unlabelled metric from a host's /metrics.
-func metricValue(h *hostProc, name string) (float64, error) {
+// metricValues reads the unlabelled metrics of a host's /metrics.
+func metricValues(h *hostProc) (map[string]float64, error) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + h.httpAddr() + "/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("metrics of %s: %w", h.addr(), err)
+		return nil, fmt.Errorf("metrics of %s: %w", h.addr(), err)
 	}
 	defer resp.Body.Close()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 || strings.HasPrefix(f[0], "#") || strings.Contains(f[0], "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			out[f[0]] = v
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("metrics of %s: %w", h.addr(), err)
+		return nil, fmt.Errorf("metrics of %s: %w", h.addr(), err)
 	}
-	return 0, fmt.Errorf("metrics of %s: no %s", h.addr(), name)
+	return out, nil
 }
 
 // cpuShare is the share of one core the process used since prev, in
@@ -127,7 +152,11 @@ func (s procSample) format(prev procSample) string {
 	if share, ok := s.cpuShare(prev); ok {
 		cpu = fmt.Sprintf("%.0f%%", share)
 	}
-	return fmt.Sprintf("rss %dMB cpu %s fds %d goroutines %s", s.rssBytes>>20, cpu, s.fds, g)
+	out := fmt.Sprintf("rss %dMB cpu %s fds %d goroutines %s", s.rssBytes>>20, cpu, s.fds, g)
+	if len(s.extra) > 0 {
+		out += " " + strings.Join(s.extra, " ")
+	}
+	return out
 }
 
 // grewBeyond reports how s grew past base by more than frac (and more
