@@ -30,7 +30,7 @@ func startCluster(t *testing.T, extra ...string) []*hostProc {
 	hosts := make([]*hostProc, 3)
 	var wg sync.WaitGroup
 	for i := range hosts {
-		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: t.TempDir() + "/host.log", bin: clusterBinPath,
+		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: hostLogPath(t, bases[i]), bin: clusterBinPath,
 			extra: append([]string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ",")}, extra...)}
 	}
 	// The members wait for each other's etcd, so they start together.

@@ -149,15 +149,7 @@ func (h *hostProc) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(h.base
 
 func startHost(t *testing.T, dir string, base int, extra ...string) *hostProc {
 	t.Helper()
-	logDir := t.TempDir()
-	// ACTORLOG_E2E_LOG_DIR keeps the hosts' logs after the test (long runs).
-	if keep := os.Getenv("ACTORLOG_E2E_LOG_DIR"); keep != "" {
-		logDir = filepath.Join(keep, fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), base))
-		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := &hostProc{t: t, dir: dir, base: base, extra: extra, logPath: filepath.Join(logDir, "host.log")}
+	h := &hostProc{t: t, dir: dir, base: base, extra: extra, logPath: hostLogPath(t, base)}
 	h.start()
 	t.Cleanup(func() {
 		// A clean stop exits 0; a race report under -race exits 66.
@@ -166,6 +158,22 @@ func startHost(t *testing.T, dir string, base int, extra ...string) *hostProc {
 		}
 	})
 	return h
+}
+
+// hostLogPath is where the host on port base logs: in a temporary
+// directory, or under ACTORLOG_E2E_LOG_DIR (kept after the test, for long
+// runs).
+func hostLogPath(t *testing.T, base int) string {
+	t.Helper()
+	keep := os.Getenv("ACTORLOG_E2E_LOG_DIR")
+	if keep == "" {
+		return filepath.Join(t.TempDir(), "host.log")
+	}
+	dir := filepath.Join(keep, fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), base))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "host.log")
 }
 
 func (h *hostProc) start() {
