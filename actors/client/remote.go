@@ -48,7 +48,19 @@ func RemoteConfig(listen, advertise string) (*remote.Config, error) {
 	if advertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(advertise))
 	}
-	return remote.Configure(host, port, opts...), nil
+	cfg := remote.Configure(host, port, opts...)
+	// One connection attempt per endpoint. protoactor's endpoint writer
+	// retries a failed connect MaxRetryCount times, 2 s apart, and each
+	// retry dials a new grpc.ClientConn over the last one without closing
+	// it: every failure to reach a dead host left MaxRetryCount-1 client
+	// connections behind, each redialling that address forever (a long
+	// fault run grew the client by ~50 goroutines and several descriptors
+	// per 30 failovers). With one attempt the endpoint's only connection is
+	// closed when it stops; the next message to the address dials afresh,
+	// and callers' own timeouts and HostUp handle the host being away,
+	// without 10 s of queueing.
+	cfg.MaxRetryCount = 1
+	return cfg, nil
 }
 
 // StartRemote starts a remote endpoint for system, turning protoactor's
