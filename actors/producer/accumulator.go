@@ -196,6 +196,28 @@ type Accumulator struct {
 	freeBatches  []*batch
 	freeBuilders []*record.Builder
 	ready        []ReadyBatch // Ready's result, reused
+
+	stats Stats // the counters of Stats
+}
+
+// Stats are an Accumulator's counters since it was made and its current
+// load: what an operator watches to see a producer stuck or retrying.
+type Stats struct {
+	// BatchesSent counts sends, retries included; Retries counts the
+	// sends that failed retriably (and were queued again or timed out).
+	BatchesSent, Retries uint64
+	// RecordsDelivered and RecordsFailed count records by outcome.
+	RecordsDelivered, RecordsFailed uint64
+	// InFlight is the number of batches sent and not answered; Pending the
+	// records not yet delivered; BufferedBytes their memory.
+	InFlight, Pending, BufferedBytes int
+}
+
+// Stats returns the counters and the current load.
+func (a *Accumulator) Stats() Stats {
+	s := a.stats
+	s.InFlight, s.Pending, s.BufferedBytes = len(a.inflight), a.pending, a.used
+	return s
 }
 
 // brokenBatch is a batch that could not be encoded, and why.
@@ -469,6 +491,7 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 				rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence = b.pid, b.epoch, b.baseSeq
 			}
 			sent++
+			a.stats.BatchesSent++
 			a.nextID++
 			b.id = a.nextID
 			b.attempts++
@@ -558,6 +581,7 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 		return a.fail(nil, b, a.produceErr(b, err))
 	}
 	out := make([]Delivery, len(b.reports))
+	a.stats.RecordsDelivered += uint64(len(b.reports))
 	for i, r := range b.reports {
 		off := int64(-1)
 		if baseOffset >= 0 {
@@ -601,6 +625,7 @@ func (a *Accumulator) Retry(id BatchID, now time.Time, cause error) []Delivery {
 // retry requeues b (no longer in flight) or, past its delivery timeout,
 // fails it, appending the failures to dst.
 func (a *Accumulator) retry(dst []Delivery, b *batch, now time.Time, cause error) []Delivery {
+	a.stats.Retries++
 	if !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
 		err := fmt.Errorf("%w for %s after %d attempts: %w", ErrDeliveryTimeout, b.part.tp, b.attempts, cause)
 		return a.fail(dst, b, err)
@@ -747,6 +772,7 @@ func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
 		a.seqLost(b)
 	}
 	dst = slices.Grow(dst, len(b.reports))
+	a.stats.RecordsFailed += uint64(len(b.reports))
 	for _, r := range b.reports {
 		dst = append(dst, Delivery{Report: r, TopicPartition: b.part.tp, Offset: -1, Err: err})
 	}

@@ -794,3 +794,21 @@ func TestConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestStatsCountSendsRetriesAndOutcomes(t *testing.T) {
+	a := newAcc(t, Config{Linger: -1, RetryBackoff: -1})
+	mustAppend(t, a, t0, tpA, 0, 10)
+	mustAppend(t, a, t0, tpB, 1, 10)
+	rb := readyCopy(a, t0)
+	if st := a.Stats(); st.BatchesSent != 2 || st.InFlight != 2 || st.Pending != 2 || st.BufferedBytes == 0 {
+		t.Fatalf("after sending two batches: %+v", st)
+	}
+	a.Retry(rb[0].ID, t0, errors.New("not leader"))
+	a.Complete(rb[1].ID, 7, nil)
+	again := readyCopy(a, ms(1))
+	a.Complete(again[0].ID, -1, errors.New("fatal"))
+	want := Stats{BatchesSent: 3, Retries: 1, RecordsDelivered: 1, RecordsFailed: 1}
+	if st := a.Stats(); st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}

@@ -76,6 +76,19 @@ type Delivered struct {
 	Latency time.Duration
 }
 
+// StatsRequest asks the producer actor for its ProducerStats (the reply).
+type StatsRequest struct{}
+
+// ProducerStats are a producer's counters and current load (see Stats),
+// plus the sends it holds back.
+type ProducerStats struct {
+	Stats
+	// Blocked counts sends held back because the buffer memory is full.
+	Blocked int
+	// WaitingForMetadata counts sends waiting for their topic's metadata.
+	WaitingForMetadata int
+}
+
 // Flush asks the producer to send everything buffered; the reply, Flushed,
 // comes once every record sent before it has been delivered or failed.
 type Flush struct{}
@@ -259,6 +272,13 @@ func (p *producerActor) Receive(ctx actor.Context) {
 		p.onProducerID(msg)
 	case tick:
 		p.timerAt = time.Time{}
+	case *StatsRequest:
+		st := ProducerStats{Stats: p.core.Accumulator.Stats(), Blocked: len(p.blocked)}
+		for _, tm := range p.topics {
+			st.WaitingForMetadata += len(tm.waiting)
+		}
+		ctx.Respond(&st)
+		return
 	case *Flush:
 		p.core.Accumulator.Flush()
 		if p.idle() {

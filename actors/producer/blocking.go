@@ -72,6 +72,21 @@ func (p *Producer) Flush(ctx context.Context) error {
 	}
 }
 
+// Stats returns the producer's counters and current load, waiting at most
+// the client's request timeout.
+func (p *Producer) Stats() (ProducerStats, error) {
+	f := p.c.System().Root.RequestFuture(p.pid, &StatsRequest{}, p.c.RequestTimeout())
+	res, err := f.Result()
+	if err != nil {
+		return ProducerStats{}, fmt.Errorf("producer: stats: %w", err)
+	}
+	st, ok := res.(*ProducerStats)
+	if !ok {
+		return ProducerStats{}, fmt.Errorf("producer: stats: unexpected reply %T", res)
+	}
+	return *st, nil
+}
+
 // Close flushes and stops the producer actor.
 func (p *Producer) Close(ctx context.Context) error {
 	err := p.Flush(ctx)

@@ -370,7 +370,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	w.waitAcked(-1, 2000, 60*time.Second)
 
 	var firstAck, resumed []time.Duration
-	res := newResourceLog(t, hosts)
+	res := newResourceLog(t, hosts, w)
 	start := time.Now()
 	for i := 0; (soak == 0 && i < cycles) || (soak > 0 && time.Since(start) < soak); i++ {
 		part := int32(i % parts)
@@ -445,13 +445,14 @@ func summarizeP90(times []time.Duration) string {
 type resourceLog struct {
 	t        *testing.T
 	hosts    []*hostProc
+	w        *workload // its producer's stats are reported too (nil: none)
 	prev     map[string]procSample // by "test" or host address
 	baseline map[string]procSample // at cycle 10 (or the first cycle of a short run)
 	last     map[string]procSample
 }
 
-func newResourceLog(t *testing.T, hosts []*hostProc) *resourceLog {
-	r := &resourceLog{t: t, hosts: hosts, prev: map[string]procSample{}, baseline: map[string]procSample{}, last: map[string]procSample{}}
+func newResourceLog(t *testing.T, hosts []*hostProc, w *workload) *resourceLog {
+	r := &resourceLog{t: t, hosts: hosts, w: w, prev: map[string]procSample{}, baseline: map[string]procSample{}, last: map[string]procSample{}}
 	r.sample(0)
 	return r
 }
@@ -473,6 +474,14 @@ func (r *resourceLog) sample(cycle int) string {
 	}
 	s, err := sampleSelf()
 	add("test", s, err)
+	if r.w != nil {
+		if st, err := r.w.p.Stats(); err != nil {
+			parts = append(parts, "producer: "+err.Error())
+		} else {
+			parts = append(parts, fmt.Sprintf("producer: in flight %d pending %d sent %d retries %d delivered %d failed %d",
+				st.InFlight, st.Pending, st.BatchesSent, st.Retries, st.RecordsDelivered, st.RecordsFailed))
+		}
+	}
 	for _, h := range r.hosts {
 		s, err := sampleHost(h)
 		add(h.addr(), s, err)

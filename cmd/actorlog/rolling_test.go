@@ -33,7 +33,7 @@ func TestRollingRestartsKeepWriting(t *testing.T) {
 	w.takeMaxGap()
 
 	var pauses []time.Duration
-	res := newResourceLog(t, hosts)
+	res := newResourceLog(t, hosts, w)
 	for i := 0; i < restarts; i++ {
 		h := hosts[i%len(hosts)]
 		t0 := time.Now()
