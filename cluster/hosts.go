@@ -177,3 +177,15 @@ func (r *Registration) Close() error {
 // stopKeepAlive stops renewing the lease without revoking it, and waits
 // until Done is closed. The lease then expires after its TTL.
 func (r *Registration) stopKeepAlive() { r.keeper.Stop() }
+
+// RevokeHostLease revokes the registration lease whose id is epoch (a
+// host's broker epoch): its registration is deleted at once, as if the
+// lease had expired, and the host, if it still runs, finds itself fenced.
+// A lease that is already gone is not an error. The controller calls it for
+// a host whose process is gone (actors/controller/probe.go).
+func (s *Store) RevokeHostLease(ctx context.Context, epoch int64) error {
+	if _, err := s.client.Revoke(ctx, clientv3.LeaseID(epoch)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("cluster: revoke host lease %d: %w", epoch, err)
+	}
+	return nil
+}

@@ -17,7 +17,7 @@ func NewLogger(format, level string) (*logrus.Logger, error) {
 	l.SetOutput(os.Stderr)
 	switch format {
 	case "", "text":
-		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
 	case "json":
 		l.SetFormatter(&logrus.JSONFormatter{})
 	default:
