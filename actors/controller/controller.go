@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -120,9 +121,17 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.cancel = cancel
 		c.done = make(chan struct{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
+		prober := c.newHostProber()
 		go func() {
 			defer close(c.done)
+			var probing sync.WaitGroup
+			probing.Add(1)
+			go func() {
+				defer probing.Done()
+				prober.run(cctx)
+			}()
 			c.campaign(cctx, self, func(m any) { root.Send(self, m) })
+			probing.Wait()
 		}()
 	case elected:
 		f := msg.fence

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -61,21 +60,9 @@ func (c *Controller) startHostWatch(ctx actor.Context) {
 	done := make(chan struct{})
 	c.watchCancel, c.watchDone = cancel, done
 	self, root, term := ctx.Self(), ctx.ActorSystem().Root, c.term
-	prober := newHostProber(c.cfg.HostID, func(ctx context.Context, lease int64) error {
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-		defer cancel()
-		return c.cfg.Store.RevokeHostLease(rctx, lease)
-	}, c.logger)
 	go func() {
 		defer close(done)
-		var probing sync.WaitGroup
-		probing.Add(1)
-		go func() {
-			defer probing.Done()
-			prober.run(wctx)
-		}()
-		c.watchHosts(wctx, prober.setHosts, func(live map[int32]bool) { root.Send(self, liveHosts{term: term, live: live}) })
-		probing.Wait()
+		c.watchHosts(wctx, func(live map[int32]bool) { root.Send(self, liveHosts{term: term, live: live}) })
 	}()
 }
 
@@ -98,9 +85,8 @@ func (c *Controller) stopHostWatch() {
 // watchHosts reads the hosts, reports the live set, then watches and
 // reports every change of the set, until ctx ends. When the watch fails
 // (e.g. compaction), it starts over from a new snapshot. It touches no
-// actor state: post (the live set, when it changes) and registered (every
-// registration, after any change; for the prober) are its only outputs.
-func (c *Controller) watchHosts(ctx context.Context, registered func(map[int32]*messages.HostInfo), post func(map[int32]bool)) {
+// actor state: post is its only output.
+func (c *Controller) watchHosts(ctx context.Context, post func(map[int32]bool)) {
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 		snap, err := c.cfg.Store.Snapshot(rctx)
@@ -113,12 +99,9 @@ func (c *Controller) watchHosts(ctx context.Context, registered func(map[int32]*
 			continue
 		}
 		live := make(map[int32]bool, len(snap.Hosts))
-		infos := make(map[int32]*messages.HostInfo, len(snap.Hosts))
 		for _, h := range snap.Hosts {
 			live[h.GetHostId()] = true
-			infos[h.GetHostId()] = h
 		}
-		registered(maps.Clone(infos))
 		post(maps.Clone(live))
 		for ev := range c.cfg.Store.WatchHosts(ctx, snap.Revision) {
 			if ev.Err != nil {
@@ -131,12 +114,9 @@ func (c *Controller) watchHosts(ctx context.Context, registered func(map[int32]*
 			switch ev.Type {
 			case cluster.EventPut:
 				live[ev.HostID] = true
-				infos[ev.HostID] = ev.Host
 			case cluster.EventDelete:
 				delete(live, ev.HostID)
-				delete(infos, ev.HostID)
 			}
-			registered(maps.Clone(infos))
 			if was != live[ev.HostID] {
 				post(maps.Clone(live))
 			}

@@ -2,25 +2,32 @@
 // liveness is its registration lease (DESIGN §5), which lapses up to
 // LeaseTTL after the host stops renewing it — and longer when the host also
 // held the etcd raft leadership, because a new raft leader extends every
-// lease by the TTL. A crashed process (SIGKILL, OOM kill, panic) can be
-// told apart sooner: its machine still answers, but nothing listens on its
-// port any more, so a dial is refused at once. While elected, the
-// controller dials every other registered host's advertised address every
-// probeInterval; a host refused probeRefusals times in a row (same broker
-// epoch) has its registration lease revoked, which deletes its
-// registration exactly as an expiry would, and the usual reaction follows
-// (liveness.go).
+// lease by the TTL; the controller's own election session lapses the same
+// way. A crashed process (SIGKILL, OOM kill, panic) can be told apart
+// sooner: its machine still answers, but nothing listens on its port any
+// more, so a dial is refused at once.
+//
+// Every host's controller actor, elected or standby, dials every other
+// registered host's advertised address every probeInterval (the host list
+// is re-read every probeRefresh). A host refused probeRefusals times in a
+// row (same broker epoch) is gone: its registration lease is revoked, which
+// deletes its registration exactly as an expiry would (the controller
+// reacts as to any host leaving, liveness.go), and its election candidacy
+// is evicted, so that when it was the controller a standby takes over at
+// once instead of after the session TTL. Standbys probe too because the
+// host that dies is often the controller's own.
 //
 // Only a refusal counts. A frozen host (its kernel still accepts), a slow
 // one, or one cut off by the network (dials time out or find no route) is
-// left to its lease, so this never decides more than the lease would: it
+// left to its leases, so this never decides more than the leases would: it
 // only decides sooner for a process that cannot serve anyway. Revoking a
 // lease that is already gone, or that a restarted host has replaced (it
-// registers with a new lease, so a new broker epoch), changes nothing.
+// registers with a new lease, so a new broker epoch), changes nothing; a
+// restarted host's new candidacy could be evicted only if it campaigned
+// between the refusals and the eviction, and it then simply campaigns again.
 //
-// Threading: the prober runs on its own goroutine while the controller is
-// elected; it shares nothing with the actor but the host set, which the
-// host watch hands it under its lock.
+// Threading: the prober runs on its own goroutine for the actor's life and
+// shares no state with the actor.
 
 package controller
 
@@ -28,7 +35,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,24 +50,35 @@ const (
 	probeTimeout = 300 * time.Millisecond
 	// probeRefusals is how many refusals in a row make a host gone.
 	probeRefusals = 2
+	// probeRefresh is how often the registered hosts are listed again.
+	probeRefresh = 2 * time.Second
 )
 
-// hostProber dials the other registered hosts and revokes the leases of
-// those whose process is gone.
+// hostProber dials the other registered hosts and reports those whose
+// process is gone.
 type hostProber struct {
 	self   int32
 	dial   func(ctx context.Context, addr string) error
-	revoke func(ctx context.Context, lease int64) error
+	list   func(ctx context.Context) ([]*messages.HostInfo, error)
+	gone   func(ctx context.Context, h *messages.HostInfo) error
 	logger *logrus.Entry
 
-	mu    sync.Mutex
-	hosts map[int32]*messages.HostInfo // the registered hosts, from the host watch
-
-	refused map[int64]int // broker epoch -> refusals in a row (run's own)
+	hosts   []*messages.HostInfo
+	listed  time.Time     // when hosts was read
+	refused map[int64]int // broker epoch -> refusals in a row
 }
 
-func newHostProber(self int32, revoke func(ctx context.Context, lease int64) error, logger *logrus.Entry) *hostProber {
-	return &hostProber{self: self, dial: dialHost, revoke: revoke, logger: logger, refused: map[int64]int{}}
+// newHostProber returns the prober of this controller's host.
+func (c *Controller) newHostProber() *hostProber {
+	return &hostProber{
+		self: c.cfg.HostID, dial: dialHost, logger: c.logger, refused: map[int64]int{},
+		list: func(ctx context.Context) ([]*messages.HostInfo, error) {
+			ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+			defer cancel()
+			return c.cfg.Store.ListHosts(ctx)
+		},
+		gone: c.hostGone,
+	}
 }
 
 // dialHost opens and closes a TCP connection to addr.
@@ -76,13 +93,6 @@ func dialHost(ctx context.Context, addr string) error {
 	return conn.Close()
 }
 
-// setHosts replaces the registered host set (called by the host watch).
-func (p *hostProber) setHosts(hosts map[int32]*messages.HostInfo) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hosts = hosts
-}
-
 // run probes until ctx ends.
 func (p *hostProber) run(ctx context.Context) {
 	t := time.NewTicker(probeInterval)
@@ -91,28 +101,33 @@ func (p *hostProber) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			p.probeOnce(ctx, now)
 		}
-		p.probeOnce(ctx)
 	}
 }
 
-// probeOnce dials every other host once and revokes the lease of each
-// that has now been refused probeRefusals times in a row.
-func (p *hostProber) probeOnce(ctx context.Context) {
-	p.mu.Lock()
-	hosts := p.hosts
-	p.mu.Unlock()
-	seen := make(map[int64]bool, len(hosts))
-	for id, h := range hosts {
-		if id == p.self || h.GetAdvertisedAddress() == "" {
+// probeOnce dials every other host once and reports each that has now
+// been refused probeRefusals times in a row.
+func (p *hostProber) probeOnce(ctx context.Context, now time.Time) {
+	if now.Sub(p.listed) >= probeRefresh {
+		hosts, err := p.list(ctx)
+		if err != nil {
+			p.logger.WithError(err).Debug("host prober: cannot list the hosts")
+		} else {
+			p.hosts, p.listed = hosts, now
+		}
+	}
+	seen := make(map[int64]bool, len(p.hosts))
+	for _, h := range p.hosts {
+		if h.GetHostId() == p.self || h.GetAdvertisedAddress() == "" {
 			continue
 		}
 		epoch := h.GetBrokerEpoch()
 		seen[epoch] = true
 		err := p.dial(ctx, h.GetAdvertisedAddress())
 		if !errors.Is(err, syscall.ECONNREFUSED) {
-			delete(p.refused, epoch) // answered, or not a refusal: the lease decides
+			delete(p.refused, epoch) // answered, or not a refusal: the leases decide
 			continue
 		}
 		p.refused[epoch]++
@@ -120,16 +135,39 @@ func (p *hostProber) probeOnce(ctx context.Context) {
 			continue
 		}
 		delete(p.refused, epoch)
-		log := p.logger.WithFields(logrus.Fields{"host_id": id, "address": h.GetAdvertisedAddress(), "broker_epoch": epoch})
-		if err := p.revoke(ctx, epoch); err != nil {
-			log.WithError(err).Warn("controller: a host's process is gone (connections refused) but its lease could not be revoked; it expires by itself")
+		log := p.logger.WithFields(logrus.Fields{"host_id": h.GetHostId(), "address": h.GetAdvertisedAddress(), "broker_epoch": epoch})
+		if err := p.gone(ctx, h); err != nil {
+			log.WithError(err).Warn("a host's process is gone (connections refused), but its leases could not be revoked; they expire by themselves")
 			continue
 		}
-		log.Warn("controller: a host's process is gone (connections refused); revoked its registration lease")
+		log.Warn("a host's process is gone (connections refused): revoked its registration lease and election candidacy")
+		p.listed = time.Time{} // list again: it is gone, or back with a new epoch
 	}
 	for epoch := range p.refused {
 		if !seen[epoch] {
 			delete(p.refused, epoch) // no longer registered
 		}
 	}
+}
+
+// hostGone revokes the registration lease of h, whose process is gone, and
+// evicts its election candidacies (those whose value names its address).
+func (c *Controller) hostGone(ctx context.Context, h *messages.HostInfo) error {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	if err := c.cfg.Store.RevokeHostLease(rctx, h.GetBrokerEpoch()); err != nil {
+		return err
+	}
+	keys, values, err := c.cfg.Store.Candidates(rctx)
+	if err != nil {
+		return err
+	}
+	for i, v := range values {
+		if pid, err := decodePID(v); err == nil && pid.Address == h.GetAdvertisedAddress() {
+			if err := c.cfg.Store.EvictCandidate(rctx, keys[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

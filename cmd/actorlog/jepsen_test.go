@@ -401,6 +401,15 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 			i+1, rows[part].leader, part, firstAck[i].Round(10*time.Millisecond), resumed[i].Round(10*time.Millisecond), res.sample(i+1))
 	}
 	reportFailoverTrend(t, firstAck, "writes resumed (100 acknowledged) after the kill")
+	// A killed host's connections are refused: the survivors' probers
+	// revoke its leases instead of waiting for them (actors/controller/probe.go).
+	noticed := 0
+	for _, h := range hosts {
+		noticed += strings.Count(h.log(), "a host's process is gone")
+	}
+	if noticed < max(1, len(firstAck)/2) {
+		t.Errorf("the survivors noticed %d killed processes by refused connections over %d kills", noticed, len(firstAck))
+	}
 	res.checkNoGrowth(len(firstAck))
 	via := hosts[0]
 	w.finish(via)
