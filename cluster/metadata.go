@@ -115,7 +115,18 @@ func (s *Store) ListTopics(ctx context.Context) ([]*messages.TopicMetadata, int6
 // ListHosts returns the live host registrations, sorted by host id. Use
 // Snapshot to get them with a revision to watch from.
 func (s *Store) ListHosts(ctx context.Context) ([]*messages.HostInfo, error) {
-	resp, err := s.client.Get(ctx, s.keys.Hosts(), clientv3.WithPrefix())
+	return s.listHosts(ctx)
+}
+
+// ListHostsLocal is ListHosts read from the etcd member the store's client
+// talks to (a serializable read): it answers while the etcd cluster has no
+// raft leader (one just died), but may miss the very latest changes.
+func (s *Store) ListHostsLocal(ctx context.Context) ([]*messages.HostInfo, error) {
+	return s.listHosts(ctx, clientv3.WithSerializable())
+}
+
+func (s *Store) listHosts(ctx context.Context, opts ...clientv3.OpOption) ([]*messages.HostInfo, error) {
+	resp, err := s.client.Get(ctx, s.keys.Hosts(), append([]clientv3.OpOption{clientv3.WithPrefix()}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: list hosts: %w", err)
 	}

@@ -12,7 +12,7 @@
 //
 // Threading: the watch goroutine only posts messages; the live set, the
 // retry timer flag and every etcd write belong to the actor. A reconcile
-// blocks the actor on etcd for at most RequestTimeout, as admin requests do.
+// blocks the actor on etcd for at most reconcileTimeout.
 
 package controller
 
@@ -38,7 +38,15 @@ const updateAttempts = 4
 
 // reconcileRetryDelay is how long a failed reconcile waits before the
 // next attempt (etcd unreachable or slow).
-const reconcileRetryDelay = time.Second
+const reconcileRetryDelay = 300 * time.Millisecond
+
+// reconcileTimeout bounds one reconcile's etcd work (at most
+// RequestTimeout). A host failure often takes the etcd raft leader with
+// it, and a write proposed before a new one is elected hangs for etcd's
+// request timeout (~7 s); abandoned sooner, the reconcile is made again
+// through the new leader. Reconciling is idempotent: every write is
+// guarded by the revision it read.
+const reconcileTimeout = 2 * time.Second
 
 type (
 	// liveHosts is the live host set, posted by the host watch of the
@@ -156,7 +164,7 @@ func (c *Controller) onRetryReconcile(ctx actor.Context, m retryReconcile) {
 // writes the topics that changed. On failure (other than losing the fence)
 // it schedules another attempt.
 func (c *Controller) reconcile(ctx actor.Context) {
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.RequestTimeout, reconcileTimeout))
 	defer cancel()
 	err := c.electAll(rctx)
 	switch {

@@ -9,7 +9,8 @@
 //
 // Every host's controller actor, elected or standby, dials every other
 // registered host's advertised address every probeInterval (the host list
-// is re-read every probeRefresh). A host refused probeRefusals times in a
+// is re-read every probeRefresh from the local etcd member, which answers
+// even while etcd elects a new raft leader). A host refused probeRefusals times in a
 // row (same broker epoch) is gone: its registration lease is revoked, which
 // deletes its registration exactly as an expiry would (the controller
 // reacts as to any host leaving, liveness.go), and its election candidacy
@@ -52,6 +53,11 @@ const (
 	probeRefusals = 2
 	// probeRefresh is how often the registered hosts are listed again.
 	probeRefresh = 2 * time.Second
+	// probeCallTimeout bounds each etcd call of the prober. A call caught
+	// by the death of the etcd raft leader (often on the killed host) would
+	// otherwise hang for etcd's request timeout (~7 s); abandoned, it is
+	// made again after the next refusals, by then through a new leader.
+	probeCallTimeout = 1500 * time.Millisecond
 )
 
 // hostProber dials the other registered hosts and reports those whose
@@ -73,9 +79,9 @@ func (c *Controller) newHostProber() *hostProber {
 	return &hostProber{
 		self: c.cfg.HostID, dial: dialHost, logger: c.logger, refused: map[int64]int{},
 		list: func(ctx context.Context) ([]*messages.HostInfo, error) {
-			ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(ctx, probeCallTimeout)
 			defer cancel()
-			return c.cfg.Store.ListHosts(ctx)
+			return c.cfg.Store.ListHostsLocal(ctx)
 		},
 		gone: c.hostGone,
 	}
@@ -153,18 +159,24 @@ func (p *hostProber) probeOnce(ctx context.Context, now time.Time) {
 // hostGone revokes the registration lease of h, whose process is gone, and
 // evicts its election candidacies (those whose value names its address).
 func (c *Controller) hostGone(ctx context.Context, h *messages.HostInfo) error {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	if err := c.cfg.Store.RevokeHostLease(rctx, h.GetBrokerEpoch()); err != nil {
+	call := func(f func(context.Context) error) error {
+		rctx, cancel := context.WithTimeout(ctx, probeCallTimeout)
+		defer cancel()
+		return f(rctx)
+	}
+	if err := call(func(ctx context.Context) error { return c.cfg.Store.RevokeHostLease(ctx, h.GetBrokerEpoch()) }); err != nil {
 		return err
 	}
-	keys, values, err := c.cfg.Store.Candidates(rctx)
-	if err != nil {
+	var keys, values []string
+	if err := call(func(ctx context.Context) (err error) {
+		keys, values, err = c.cfg.Store.Candidates(ctx)
+		return err
+	}); err != nil {
 		return err
 	}
 	for i, v := range values {
 		if pid, err := decodePID(v); err == nil && pid.Address == h.GetAdvertisedAddress() {
-			if err := c.cfg.Store.EvictCandidate(rctx, keys[i]); err != nil {
+			if err := call(func(ctx context.Context) error { return c.cfg.Store.EvictCandidate(ctx, keys[i]) }); err != nil {
 				return err
 			}
 		}
