@@ -186,7 +186,8 @@ type producerActor struct {
 	endpoints *eventstream.Subscription
 	blocked   []*waitingSend // sends refused with ErrBufferFull, retried after completions
 	flushers  []*actor.PID
-	timerAt   time.Time
+	timerAt   time.Time   // when timer fires; zero when it is not armed
+	timer     *time.Timer // the one wake-up timer, re-armed by armTimer
 	// rpcTimeout bounds one metadata or producer-id request.
 	rpcTimeout time.Duration
 	// pidFetching: an InitProducerID is under way; pidFailures counts
@@ -313,6 +314,9 @@ func (p *producerActor) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		if p.endpoints != nil {
 			ctx.ActorSystem().EventStream.Unsubscribe(p.endpoints)
+		}
+		if p.timer != nil {
+			p.timer.Stop()
 		}
 		return
 	case *actor.Restarting:
@@ -627,11 +631,21 @@ func (p *producerActor) sendReady(ctx actor.Context, now time.Time) {
 
 // armTimer makes sure a tick arrives by the core's next deadline.
 func (p *producerActor) armTimer(ctx actor.Context) {
-	if at, ok := p.core.Accumulator.NextDeadline(); ok && (p.timerAt.IsZero() || at.Before(p.timerAt)) {
-		p.timerAt = at
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(max(time.Until(at), 0), func() { root.Send(self, tick{}) })
+	at, ok := p.core.Accumulator.NextDeadline()
+	if !ok || (!p.timerAt.IsZero() && !at.Before(p.timerAt)) {
+		return
 	}
+	// One timer, moved earlier when needed: a new timer per deadline left
+	// thousands pending (each batch's linger re-armed the far request
+	// timeout after it), each waking the actor once more when it fired.
+	p.timerAt = at
+	d := max(time.Until(at), 0)
+	if p.timer == nil {
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		p.timer = time.AfterFunc(d, func() { root.Send(self, tick{}) })
+		return
+	}
+	p.timer.Reset(d)
 }
 
 func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
