@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -316,8 +317,16 @@ func (h *Host) start(ctx context.Context) error {
 		return h.startMetadata(ctx, c.ActorSystem.ID)
 	}, h.logger)
 	h.provider = provider
-	h.cluster = pcluster.New(h.system, pcluster.Configure("actorlog", provider, disthash.New(), rc,
-		pcluster.WithRequestTimeout(10*time.Second)))
+	ccfg := pcluster.Configure("actorlog", provider, disthash.New(), rc, pcluster.WithRequestTimeout(10*time.Second))
+	// No gossip: the member list comes from the etcd registrations, and
+	// nothing here reads gossiped state. protoactor's gossip keeps the
+	// state of every member incarnation it ever heard of (a new one per
+	// host restart) and hands it on to each new member, so it only grows:
+	// after 200 leader kills every host carried ~200 dead members' state
+	// and logged "gossip request from unknown member" on each restart.
+	// Its first round would come after GossipInterval; it never comes.
+	ccfg.GossipInterval = math.MaxInt64
+	h.cluster = pcluster.New(h.system, ccfg)
 	if err := startMember(h.cluster); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
