@@ -70,6 +70,7 @@ type partHistory struct {
 	nFailed     atomic.Int64
 	lastAck     atomic.Int64 // when the last acknowledgement came (Unix ns)
 	maxGap      atomic.Int64 // the longest time between two acknowledgements (ns) since takeMaxGap
+	maxGapEnd   atomic.Int64 // when that pause ended (Unix ns)
 
 	ackMu sync.Mutex
 	acked offsetRuns // offset -> sequence, as acknowledged
@@ -175,6 +176,7 @@ func (w *workload) produce(rate int) {
 				now := time.Now().UnixNano()
 				if prev := ph.lastAck.Swap(now); prev != 0 && now-prev > ph.maxGap.Load() {
 					ph.maxGap.Store(now - prev) // callbacks run one at a time
+					ph.maxGapEnd.Store(now)
 				}
 			}})
 		}
@@ -233,17 +235,18 @@ func (w *workload) ackedCount(part int32) int {
 }
 
 // takeMaxGap returns the longest pause between two acknowledgements of any
-// partition since the last call, and that partition, and starts measuring
-// anew.
-func (w *workload) takeMaxGap() (time.Duration, int32) {
+// partition since the last call, that partition and when the pause ended,
+// and starts measuring anew.
+func (w *workload) takeMaxGap() (time.Duration, int32, time.Time) {
 	var gap time.Duration
 	var part int32
+	var end time.Time
 	for i, ph := range w.parts {
 		if g := time.Duration(ph.maxGap.Swap(0)); g > gap {
-			gap, part = g, int32(i)
+			gap, part, end = g, int32(i), time.Unix(0, ph.maxGapEnd.Load())
 		}
 	}
-	return gap, part
+	return gap, part, end
 }
 
 // waitAcked waits until n more records (of part, or of all partitions when

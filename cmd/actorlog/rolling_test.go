@@ -44,10 +44,10 @@ func TestRollingRestartsKeepWriting(t *testing.T) {
 		h.start()
 		waitFullISR(t, others(hosts, h)[0], topic)
 		w.waitAcked(-1, 1000, 60*time.Second)
-		gap, part := w.takeMaxGap()
+		gap, part, end := w.takeMaxGap()
 		pauses = append(pauses, gap)
-		t.Logf("restart %d: host %s stopped in %v, back in the ISR after %v; longest pause in acknowledged writes %v (partition %d); %s",
-			i+1, h.addr(), stopped.Round(10*time.Millisecond), time.Since(t0).Round(10*time.Millisecond), gap.Round(time.Millisecond), part, res.sample(i+1))
+		t.Logf("restart %d: host %s stopped in %v, back in the ISR after %v; longest pause in acknowledged writes %v (partition %d, ended %s); %s",
+			i+1, h.addr(), stopped.Round(10*time.Millisecond), time.Since(t0).Round(10*time.Millisecond), gap.Round(time.Millisecond), part, end.UTC().Format("15:04:05.000"), res.sample(i+1))
 		if gap > maxWritePause {
 			t.Errorf("restart %d of host %s: acknowledged writes to partition %d paused for %v (at most %v)", i+1, h.addr(), part, gap.Round(time.Millisecond), maxWritePause)
 		}
