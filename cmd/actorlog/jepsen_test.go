@@ -457,7 +457,7 @@ func summarizeP90(times []time.Duration) string {
 type resourceLog struct {
 	t        *testing.T
 	hosts    []*hostProc
-	w        *workload // its producer's stats are reported too (nil: none)
+	w        *workload             // its producer's stats are reported too (nil: none)
 	prev     map[string]procSample // by "test" or host address
 	baseline map[string]procSample // at cycle 10 (or the first cycle of a short run)
 	last     map[string]procSample
