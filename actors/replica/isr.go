@@ -18,7 +18,7 @@ import (
 func (r *Replica) proposeISR(c ISRChange, why string) {
 	r.logger.WithFields(logrus.Fields{"isr": r.leader.ISR(), "proposed_isr": c.ISR, "leader_epoch": c.LeaderEpoch, "partition_epoch": c.PartitionEpoch, "reason": why}).Info("proposing an ISR change")
 	if r.cfg.ProposeISR == nil {
-		r.leader.AbortISRChange()
+		r.leader.AbortISRChange(time.Now())
 		return
 	}
 	r.cfg.ProposeISR(c)

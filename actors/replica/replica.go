@@ -226,7 +226,7 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onLiveHosts(ctx, msg)
 	case ISRChangeFailed:
 		if r.leader != nil {
-			r.leader.AbortISRChange()
+			r.leader.AbortISRChange(time.Now())
 		}
 	case retentionTick:
 		r.onRetention()

@@ -178,13 +178,40 @@ type LeaderState struct {
 	// ineligible hosts may not join the ISR (Kafka's isReplicaIsrEligible:
 	// gone or shutting down), so the high watermark does not wait for them.
 	ineligible map[int32]bool
+	// refusedUntil: followers whose proposed addition to the ISR the
+	// controller refused (a host in controlled shutdown, or one it does
+	// not count as live yet) are treated as ineligible until then, instead
+	// of being proposed again on their very next fetch.
+	refusedUntil map[int32]time.Time
+}
+
+// ISRRefusalBackoff is how long a follower whose addition to the ISR was
+// refused is not proposed again (and not waited for by the high
+// watermark).
+const ISRRefusalBackoff = time.Second
+
+// eligible reports whether follower id may join the ISR at now.
+func (s *LeaderState) eligible(id int32, now time.Time) bool {
+	return !s.ineligible[id] && !now.Before(s.refusedUntil[id])
 }
 
 // SetIneligible replaces the set of hosts that may not join the ISR (their
 // registration is gone) and recomputes the high watermark, reporting
 // whether it advanced: a follower outside the ISR that was caught up when
-// its host stopped no longer holds it back for the lag time.
+// its host stopped no longer holds it back for the lag time. A follower
+// whose host comes back starts afresh, as in a new term (log end unknown,
+// never caught up): what the leader knew of it predates its restart, and
+// the high watermark must not wait for that stale position until the new
+// process has fetched its way back (KIP-903's broker epoch check, in
+// effect). Kafka's leader tells the incarnations apart by broker epoch;
+// here the registration coming back is the new incarnation.
 func (s *LeaderState) SetIneligible(ids map[int32]bool, now time.Time) bool {
+	for id, f := range s.followers {
+		if s.ineligible[id] && !ids[id] {
+			*f = FollowerState{LogEndOffset: -1, LastFetchLeaderLogEndOffset: -1}
+			delete(s.refusedUntil, id)
+		}
+	}
 	s.ineligible = ids
 	return s.maybeIncrementHW(now)
 }
@@ -397,7 +424,7 @@ func (s *LeaderState) OnFollowerFetch(id int32, fetchOffset, leaderLEO int64, no
 	f.LastFetchTime = now
 
 	var step FetchStep
-	if s.pending == nil && !slices.Contains(s.isr, id) && !s.ineligible[id] && s.followerInSync(f) {
+	if s.pending == nil && !slices.Contains(s.isr, id) && s.eligible(id, now) && s.followerInSync(f) {
 		c := s.propose(append(slices.Clone(s.isr), id))
 		step.ExpandISR = &c
 	}
@@ -441,7 +468,7 @@ func (s *LeaderState) maybeIncrementHW(now time.Time) bool {
 		if !ok || f.LogEndOffset >= hw {
 			continue
 		}
-		if s.inMaximalISR(id) || (f.caughtUp(s.leaderLEO, now, s.lagMax) && !s.ineligible[id]) {
+		if s.inMaximalISR(id) || (f.caughtUp(s.leaderLEO, now, s.lagMax) && s.eligible(id, now)) {
 			hw = f.LogEndOffset
 		}
 	}
@@ -517,10 +544,22 @@ func (s *LeaderState) CommitISR(leaderEpoch, partitionEpoch int32, isr []int32, 
 // controller says the change was certainly not applied (OPERATION_NOT_ATTEMPTED,
 // INELIGIBLE_REPLICA); after FENCED_LEADER_EPOCH or a partition-epoch
 // mismatch the change stays in flight until new metadata arrives (CommitISR
-// or a new term), and transient errors resend it. The high watermark is
-// not recomputed here (nor in Kafka); the next append or fetch does it.
-func (s *LeaderState) AbortISRChange() bool {
+// or a new term), and transient errors resend it. The followers the change
+// would have added are not proposed again (nor waited for by the high
+// watermark) for ISRRefusalBackoff: a follower on a host in controlled
+// shutdown stays caught up while it drains, and was otherwise proposed
+// and refused on every one of its fetches. The high watermark is not
+// recomputed here (nor in Kafka); the next append or fetch does it.
+func (s *LeaderState) AbortISRChange(now time.Time) bool {
 	had := s.pending != nil
+	for _, id := range s.pending {
+		if !slices.Contains(s.isr, id) {
+			if s.refusedUntil == nil {
+				s.refusedUntil = map[int32]time.Time{}
+			}
+			s.refusedUntil[id] = now.Add(ISRRefusalBackoff)
+		}
+	}
 	s.pending = nil
 	return had
 }

@@ -121,7 +121,7 @@ func commit(isr []int32, d time.Duration, wantAdvanced bool) step {
 func abort() step {
 	return step{"abort", func(r *run) {
 		r.t.Helper()
-		if !r.s.AbortISRChange() {
+		if !r.s.AbortISRChange(time.Time{}) { // no refusal backoff in these tables
 			r.t.Fatal("AbortISRChange: nothing was in flight")
 		}
 	}}
@@ -291,7 +291,7 @@ func TestFollowerCaughtUpTime(t *testing.T) {
 				if _, err := s.OnFollowerFetch(2, f.offset, f.leaderLEO, at(f.at)); err != nil {
 					t.Fatal(err)
 				}
-				s.AbortISRChange() // keep expansions out of the way
+				s.AbortISRChange(time.Time{}) // keep expansions out of the way
 			}
 			got, _ := s.Follower(2)
 			if !got.LastCaughtUpTime.Equal(tc.want) {
@@ -775,7 +775,7 @@ func TestIneligibleFollower(t *testing.T) {
 	if _, err := s.OnFollowerFetch(3, 10, 10, now); err != nil {
 		t.Fatal(err)
 	}
-	s.AbortISRChange() // the expansion it proposed is not committed
+	s.AbortISRChange(time.Time{}) // the expansion it proposed is not committed
 	s.OnLeaderAppend(20, now)
 	if _, err := s.OnFollowerFetch(2, 20, 20, now.Add(time.Second)); err != nil {
 		t.Fatal(err)
@@ -788,5 +788,75 @@ func TestIneligibleFollower(t *testing.T) {
 	}
 	if step, err := s.OnFollowerFetch(3, 20, 20, now.Add(3*time.Second)); err != nil || step.ExpandISR != nil {
 		t.Fatalf("an ineligible follower was proposed into the ISR: %+v, %v", step, err)
+	}
+}
+
+// A follower whose addition the controller refused (its host is in
+// controlled shutdown) is not proposed again on its next fetches, nor
+// waited for by the high watermark, until the backoff has passed.
+func TestRefusedExpansionBacksOff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := NewLeaderState(LeaderConfig{Self: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 10 * time.Second}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OnLeaderAppend(10, now)
+	mustFetch := func(id int32, off, leo int64, at time.Time) FetchStep {
+		t.Helper()
+		step, err := s.OnFollowerFetch(id, off, leo, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return step
+	}
+	mustFetch(2, 10, 10, now)
+	if step := mustFetch(3, 10, 10, now); step.ExpandISR == nil {
+		t.Fatal("a caught-up follower was not proposed")
+	}
+	s.AbortISRChange(now) // refused
+	for i := 1; i <= 9; i++ {
+		if step := mustFetch(3, 10, 10, now.Add(time.Duration(i)*100*time.Millisecond)); step.ExpandISR != nil {
+			t.Fatalf("proposed again %v after the refusal", time.Duration(i)*100*time.Millisecond)
+		}
+	}
+	// Within the backoff the refused follower does not hold the HW back.
+	s.OnLeaderAppend(20, now.Add(950*time.Millisecond))
+	mustFetch(2, 20, 20, now.Add(960*time.Millisecond))
+	if hw := s.HighWatermark(); hw != 20 {
+		t.Fatalf("high watermark %d, want 20: the refused follower held it", hw)
+	}
+	if step := mustFetch(3, 20, 20, now.Add(1100*time.Millisecond)); step.ExpandISR == nil {
+		t.Fatal("not proposed again after the backoff")
+	}
+}
+
+// A follower whose host went away and came back (a restart) starts
+// afresh: the high watermark does not wait for the position it had before
+// its host stopped, which it may take seconds to fetch back to.
+func TestReturningFollowerStartsAfresh(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, err := NewLeaderState(LeaderConfig{Self: 1, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OnLeaderAppend(10, now)
+	if _, err := s.OnFollowerFetch(2, 10, 10, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OnFollowerFetch(3, 10, 10, now); err != nil { // caught up, outside the ISR
+		t.Fatal(err)
+	}
+	s.AbortISRChange(time.Time{})
+	s.SetIneligible(map[int32]bool{3: true}, now.Add(time.Second)) // host 3 stops
+	s.SetIneligible(map[int32]bool{}, now.Add(2*time.Second))       // and registers again
+	s.OnLeaderAppend(20, now.Add(3*time.Second))
+	if _, err := s.OnFollowerFetch(2, 20, 20, now.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := s.HighWatermark(); hw != 20 {
+		t.Fatalf("high watermark %d, want 20: held by the returning follower's position from before its restart", hw)
+	}
+	if f, _ := s.Follower(3); f.LogEndOffset != -1 {
+		t.Fatalf("returning follower's log end %d, want -1 (unknown)", f.LogEndOffset)
 	}
 }
