@@ -27,9 +27,16 @@ const (
 	replicaBackoffMax    = time.Second
 )
 
+// The follower's steps carry the incarnation of the replica actor that
+// scheduled them. A replica restarted for a new leader epoch gets the same
+// PID, so a retry its previous incarnation scheduled (time.AfterFunc to
+// self) reaches the new one; obeyed, it started a second fetch loop beside
+// the new one — both fetching from the new leader at offsets the other had
+// moved past ("batch starts at offset 810, expected >= 820" on every other
+// append), one of them without the truncation step.
 type (
-	truncateStep struct{}
-	fetchStep    struct{}
+	truncateStep struct{ inc uint64 }
+	fetchStep    struct{ inc uint64 }
 )
 
 // following is a follower's view of its leader.
@@ -43,7 +50,7 @@ func (r *Replica) startFollowing(ctx actor.Context) {
 	r.following = &following{leader: r.cfg.Follow}
 	r.hw = r.checkpointedHighWatermark()
 	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.epoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
-	ctx.Send(ctx.Self(), truncateStep{})
+	ctx.Send(ctx.Self(), truncateStep{r.inc})
 }
 
 // retry runs step again after a growing delay (a leader that moved or is
@@ -57,15 +64,15 @@ func (r *Replica) retry(ctx actor.Context, step any, why string, err error) {
 }
 
 // onTruncateStep asks the leader where the latest local epoch ends.
-func (r *Replica) onTruncateStep(ctx actor.Context) {
-	if r.log == nil || r.following == nil {
+func (r *Replica) onTruncateStep(ctx actor.Context, m truncateStep) {
+	if r.log == nil || r.following == nil || m.inc != r.inc {
 		return
 	}
 	epoch, ok := r.log.LatestEpoch()
 	if !ok {
 		// No epochs: nothing to compare; start from the local log end.
 		// (A log written only through this code always has epochs.)
-		ctx.Send(ctx.Self(), fetchStep{})
+		ctx.Send(ctx.Self(), fetchStep{r.inc})
 		return
 	}
 	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
@@ -82,7 +89,7 @@ func (r *Replica) onTruncateStep(ctx actor.Context) {
 			err = fmt.Errorf("%v: %s", resp.ErrorCode, resp.ErrorMessage)
 		}
 		if err != nil {
-			r.retry(ctx, truncateStep{}, "offset for leader epoch", err)
+			r.retry(ctx, truncateStep{r.inc}, "offset for leader epoch", err)
 			return
 		}
 		r.truncate(ctx, EpochEndOffset{Epoch: resp.LeaderEpoch, EndOffset: resp.EndOffset})
@@ -97,7 +104,7 @@ func (r *Replica) truncate(ctx actor.Context, leader EpochEndOffset) {
 		end, err := r.log.TruncateTo(d.TruncateTo)
 		if err != nil {
 			r.logger.WithError(err).Error("follower: truncation failed")
-			r.retry(ctx, truncateStep{}, "truncate", err)
+			r.retry(ctx, truncateStep{r.inc}, "truncate", err)
 			return
 		}
 		r.hw = min(r.hw, end)
@@ -105,15 +112,15 @@ func (r *Replica) truncate(ctx actor.Context, leader EpochEndOffset) {
 	}
 	r.following.backoff = 0
 	if !d.Completed {
-		ctx.Send(ctx.Self(), truncateStep{})
+		ctx.Send(ctx.Self(), truncateStep{r.inc})
 		return
 	}
-	ctx.Send(ctx.Self(), fetchStep{})
+	ctx.Send(ctx.Self(), fetchStep{r.inc})
 }
 
 // onFetchStep sends one replica fetch from the log end.
-func (r *Replica) onFetchStep(ctx actor.Context) {
-	if r.log == nil || r.following == nil {
+func (r *Replica) onFetchStep(ctx actor.Context, m fetchStep) {
+	if r.log == nil || r.following == nil || m.inc != r.inc {
 		return
 	}
 	last := int32(-1)
@@ -132,7 +139,7 @@ func (r *Replica) onFetchStep(ctx actor.Context) {
 			err = fmt.Errorf("unexpected answer %T", res)
 		}
 		if err != nil {
-			r.retry(ctx, fetchStep{}, "fetch", err)
+			r.retry(ctx, fetchStep{r.inc}, "fetch", err)
 			return
 		}
 		r.onReplicaFetched(ctx, req, resp)
@@ -145,17 +152,17 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 		if resp.LogStartOffset > r.log.LogEndOffset() {
 			// The leader deleted what this follower lacks.
 			if err := r.log.TruncateFullyAndStartAt(resp.LogStartOffset); err != nil {
-				r.retry(ctx, fetchStep{}, "restart log at the leader's start", err)
+				r.retry(ctx, fetchStep{r.inc}, "restart log at the leader's start", err)
 				return
 			}
 			r.hw = resp.LogStartOffset
-			ctx.Send(ctx.Self(), fetchStep{})
+			ctx.Send(ctx.Self(), fetchStep{r.inc})
 			return
 		}
-		ctx.Send(ctx.Self(), truncateStep{})
+		ctx.Send(ctx.Self(), truncateStep{r.inc})
 		return
 	case resp.ErrorCode != 0:
-		r.retry(ctx, fetchStep{}, "fetch", fmt.Errorf("%v: %s", resp.ErrorCode, resp.ErrorMessage))
+		r.retry(ctx, fetchStep{r.inc}, "fetch", fmt.Errorf("%v: %s", resp.ErrorCode, resp.ErrorMessage))
 		return
 	case resp.DivergingEpoch != nil:
 		r.truncate(ctx, EpochEndOffset{Epoch: resp.DivergingEpoch.Epoch, EndOffset: resp.DivergingEpoch.EndOffset})
@@ -164,7 +171,7 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 	if len(resp.Records) > 0 {
 		if _, err := r.log.AppendReplicated(resp.Records); err != nil {
 			r.logger.WithError(err).WithField("fetch_offset", req.FetchOffset).Error("follower: appending fetched batches failed")
-			r.retry(ctx, fetchStep{}, "append", err)
+			r.retry(ctx, fetchStep{r.inc}, "append", err)
 			return
 		}
 	}
@@ -172,5 +179,5 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 	r.following.backoff = 0
 	r.hw = FollowerHighWatermark(resp.HighWatermark, r.log.LogStartOffset(), r.log.LogEndOffset())
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
-	ctx.Send(ctx.Self(), fetchStep{})
+	ctx.Send(ctx.Self(), fetchStep{r.inc})
 }

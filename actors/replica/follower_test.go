@@ -149,3 +149,22 @@ func TestFollowerTruncatesADivergentLog(t *testing.T) {
 		t.Fatal("the follower kept records of the epoch the leader never had")
 	}
 }
+
+// A step an earlier incarnation of the follower scheduled (a retry timer
+// firing after the broker restarted the replica under the same PID) is
+// ignored: the follower keeps exactly one fetch in flight.
+func TestStaleFollowerStepsAreIgnored(t *testing.T) {
+	p := startPair(t, t.TempDir(), t.TempDir(), 3)
+	p.waitSame()
+	for i := 0; i < 5; i++ {
+		p.system.Root.Send(p.follower.pid, fetchStep{}) // incarnation 0 is never a live one
+		p.system.Root.Send(p.follower.pid, truncateStep{})
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if st := p.leader.request(GetState).(State); st.ParkedFetches > 1 {
+			t.Fatalf("the leader holds %d parked fetches from one follower: stale steps started more fetch loops", st.ParkedFetches)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -12,6 +12,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -148,8 +149,11 @@ type Replica struct {
 	// following is set when this replica is a follower.
 	following *following
 
+	// inc tells this incarnation's self-addressed messages from those of
+	// an earlier actor under the same PID (see fetchStep).
+	inc      uint64
 	waiting  map[uint64]*parkedFetch
-	nextWait uint64 // ids of parked fetches and acks=all produces
+	nextWait uint64 // ids of parked fetches and acks=all produces, unique across incarnations
 	// acks=all produce requests waiting for the high watermark.
 	waitingAcks map[uint64]*parkedProduce
 	retention   *time.Ticker
@@ -192,8 +196,13 @@ func newReplica(cfg Config) *Replica {
 	if r.metrics == nil {
 		r.metrics = noMetrics{}
 	}
+	r.inc = incarnations.Add(1)
+	r.nextWait = r.inc << 32
 	return r
 }
+
+// incarnations numbers the replica actors of this process.
+var incarnations atomic.Uint64
 
 // Receive dispatches the replica's messages.
 func (r *Replica) Receive(ctx actor.Context) {
@@ -217,9 +226,9 @@ func (r *Replica) Receive(ctx actor.Context) {
 	case isrCheck:
 		r.onISRCheck()
 	case truncateStep:
-		r.onTruncateStep(ctx)
+		r.onTruncateStep(ctx, msg)
 	case fetchStep:
-		r.onFetchStep(ctx)
+		r.onFetchStep(ctx, msg)
 	case *UpdateISR:
 		r.onUpdateISR(ctx, msg)
 	case *LiveHosts:

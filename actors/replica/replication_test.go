@@ -848,7 +848,7 @@ func TestReturningFollowerStartsAfresh(t *testing.T) {
 	}
 	s.AbortISRChange(time.Time{})
 	s.SetIneligible(map[int32]bool{3: true}, now.Add(time.Second)) // host 3 stops
-	s.SetIneligible(map[int32]bool{}, now.Add(2*time.Second))       // and registers again
+	s.SetIneligible(map[int32]bool{}, now.Add(2*time.Second))      // and registers again
 	s.OnLeaderAppend(20, now.Add(3*time.Second))
 	if _, err := s.OnFollowerFetch(2, 20, 20, now.Add(3*time.Second)); err != nil {
 		t.Fatal(err)
