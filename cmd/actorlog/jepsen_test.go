@@ -454,19 +454,46 @@ func summarizeP90(times []time.Duration) string {
 }
 
 // resourceLog samples the test process and the hosts after every cycle.
+//
+// Growth is judged on windows of growthWindow cycles, not single samples:
+// each cycle restarts one host, so a host's RSS at any one cycle depends on
+// how long ago it last started (~70 MB fresh, ~100 MB two cycles later).
+// The baseline is the largest reading of cycles 10 to 10+growthWindow-1,
+// the end the largest of the last growthWindow cycles: both cover every
+// phase of the hosts' restart rotation.
 type resourceLog struct {
 	t        *testing.T
 	hosts    []*hostProc
 	w        *workload             // its producer's stats are reported too (nil: none)
 	prev     map[string]procSample // by "test" or host address
-	baseline map[string]procSample // at cycle 10 (or the first cycle of a short run)
-	last     map[string]procSample
+	baseline map[string]procSample // peak of cycles 10..10+growthWindow-1 (1.. in a short run)
+	recent   map[string][]procSample
 }
 
+// growthWindow is two rotations of the three hosts' restarts.
+const growthWindow = 6
+
 func newResourceLog(t *testing.T, hosts []*hostProc, w *workload) *resourceLog {
-	r := &resourceLog{t: t, hosts: hosts, w: w, prev: map[string]procSample{}, baseline: map[string]procSample{}, last: map[string]procSample{}}
+	r := &resourceLog{t: t, hosts: hosts, w: w, prev: map[string]procSample{}, baseline: map[string]procSample{}, recent: map[string][]procSample{}}
 	r.sample(0)
 	return r
+}
+
+// peak is the largest RSS, descriptors and goroutines among samples.
+func peak(samples []procSample) procSample {
+	var p procSample
+	for i, s := range samples {
+		if i == 0 || s.rssBytes > p.rssBytes {
+			p.rssBytes = s.rssBytes
+		}
+		if i == 0 || s.fds > p.fds {
+			p.fds = s.fds
+		}
+		if i == 0 || s.goroutines > p.goroutines {
+			p.goroutines = s.goroutines
+		}
+	}
+	return p
 }
 
 // sample reads every process and formats the reading.
@@ -479,8 +506,18 @@ func (r *resourceLog) sample(cycle int) string {
 		}
 		parts = append(parts, name+": "+s.format(r.prev[name]))
 		r.prev[name] = s
-		r.last[name] = s
-		if cycle == 10 || (cycle == 1 && len(r.baseline) == 0) {
+		if cycle == 0 {
+			return
+		}
+		rec := append(r.recent[name], s)
+		if len(rec) > growthWindow {
+			rec = rec[1:]
+		}
+		r.recent[name] = rec
+		if base, ok := r.baseline[name]; cycle >= 10 && cycle < 10+growthWindow || cycle < 10 && !ok {
+			if ok && cycle > 10 {
+				s = peak([]procSample{base, s})
+			}
 			r.baseline[name] = s
 		}
 	}
@@ -502,11 +539,14 @@ func (r *resourceLog) sample(cycle int) string {
 }
 
 // checkNoGrowth asserts, for runs of 100 cycles or more, that the test
-// process and every host end within 10 % of their cycle-10 RSS,
-// descriptors and goroutines.
+// process and every host end within 10 % of their RSS, descriptors and
+// goroutines from cycle 10 on (peaks over windows, see resourceLog).
 func (r *resourceLog) checkNoGrowth(cycles int) {
 	for name, base := range r.baseline {
-		if grew := r.last[name].grewBeyond(base, 0.10); len(grew) > 0 {
+		end := peak(r.recent[name])
+		r.t.Logf("%s: peak of cycles 10-%d: rss %dMB fds %d goroutines %d; of the last %d cycles: rss %dMB fds %d goroutines %d",
+			name, 10+growthWindow-1, base.rssBytes>>20, base.fds, base.goroutines, len(r.recent[name]), end.rssBytes>>20, end.fds, end.goroutines)
+		if grew := end.grewBeyond(base, 0.10); len(grew) > 0 {
 			if cycles >= 100 {
 				r.t.Errorf("%s grew over %d cycles: %v", name, cycles, grew)
 			} else {
