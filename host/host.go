@@ -307,7 +307,7 @@ func (h *Host) start(ctx context.Context) error {
 	h.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return client.NewSlogLogger(h.logger.WithField("component", "protoactor"))
 	}))
-	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise)
+	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, client.WithGuardLogger(h.logger.WithField("component", "remote-guard")))
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}

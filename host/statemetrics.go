@@ -1,8 +1,8 @@
-// statemetrics.go: gauges read at scrape time that show state a long-lived
+// statemetrics.go: figures read at scrape time that show state a long-lived
 // host could accumulate across many failures — protoactor's member list,
 // block list and gossip state, and the metadata store's revision, database
-// size and leases — so an operator (and the long fault runs) can see
-// growth before it hurts. The etcd figures come from one Status and one
+// size and leases — and what the remote guard refused, so an operator
+// (and the long fault runs) can see growth before it hurts. The etcd figures come from one Status and one
 // Leases call, bounded by a short timeout; a scrape that cannot reach etcd
 // leaves them out and counts the failure.
 
@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/actorlog/actorlog/actors/client"
 )
 
 // stateScrapeTimeout bounds the etcd calls of one scrape.
@@ -30,6 +32,7 @@ type stateCollector struct {
 	members, blocked, gossipMembers       *prometheus.Desc
 	etcdRevision, etcdDBSize, etcdDBInUse *prometheus.Desc
 	etcdLeases                            *prometheus.Desc
+	guard                                 *prometheus.Desc
 	scrapeErrors                          prometheus.Counter
 }
 
@@ -44,6 +47,8 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 		etcdDBSize:    d("actorlog_etcd_db_size_bytes", "Size of the metadata store's database, as its member reports it."),
 		etcdDBInUse:   d("actorlog_etcd_db_size_in_use_bytes", "Bytes of the metadata store's database in use (the rest is free pages)."),
 		etcdLeases:    d("actorlog_etcd_leases", "Leases granted in the metadata store (host registrations, controller sessions, ...)."),
+		guard: prometheus.NewDesc("actorlog_remote_refused_total",
+			"What the remote guard refused on the actor remote's port since start, by kind (client.RemoteGuardStats).", []string{"kind"}, nil),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "actorlog_state_scrape_errors_total", Help: "Scrapes that could not read the metadata store's status.",
 		}),
@@ -52,7 +57,7 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 
 // Describe implements prometheus.Collector.
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases} {
+	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases, s.guard} {
 		ch <- d
 	}
 	s.scrapeErrors.Describe(ch)
@@ -61,6 +66,11 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	g := client.RemoteGuardStats()
+	for kind, v := range map[string]uint64{"dropped_batches": g.DroppedBatches, "dropped_envelopes": g.DroppedEnvelopes,
+		"skipped_messages": g.SkippedMessages, "rejected_streams": g.RejectedStreams, "rejected_calls": g.RejectedCalls, "panics": g.Panics} {
+		ch <- prometheus.MustNewConstMetric(s.guard, prometheus.CounterValue, float64(v), kind)
+	}
 	if c := s.cluster(); c != nil {
 		if c.MemberList != nil {
 			gauge(s.members, float64(c.MemberList.Members().Len()))

@@ -78,7 +78,7 @@ func New(cfg Config) (*Client, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return NewSlogLogger(cfg.Logger.WithField("component", "protoactor"))
 	}))
-	rc, err := RemoteConfig(cfg.Listen, "")
+	rc, err := RemoteConfig(cfg.Listen, "", WithGuardLogger(cfg.Logger.WithField("component", "remote-guard")))
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

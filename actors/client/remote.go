@@ -2,7 +2,8 @@
 // host or client (DESIGN §8): gRPC message limits well above the largest
 // request, a small endpoint-writer batch, insecure transport credentials
 // (set explicitly, because WithDialOptions replaces protoactor's defaults),
-// and a Start that reports a listen failure as an error instead of a panic.
+// the remote guard's interceptors (remoteguard.go, DESIGN §10), and a Start
+// that reports a listen failure as an error instead of a panic.
 
 package client
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -24,10 +26,29 @@ const MaxWireMessage = 128 << 20
 // MaxFetchBytes caps the bytes one fetch response may carry.
 const MaxFetchBytes = 32 << 20
 
+// RemoteOption adjusts the configuration RemoteConfig returns.
+type RemoteOption func(*remoteOptions)
+
+type remoteOptions struct {
+	guardLogger *logrus.Entry
+}
+
+// WithGuardLogger sets the logger the remote guard reports refused
+// messages and recovered panics to (default: logrus.StandardLogger()).
+func WithGuardLogger(log *logrus.Entry) RemoteOption {
+	return func(o *remoteOptions) { o.guardLogger = log }
+}
+
 // RemoteConfig returns the remote configuration for an endpoint listening on
 // listen ("host:port", port 0 for any) and advertised as advertise (empty:
-// the listen address).
-func RemoteConfig(listen, advertise string) (*remote.Config, error) {
+// the listen address). Its gRPC server runs the remote guard
+// (remoteguard.go): handler panics are recovered, the unimplemented
+// Remoting calls refused, and message batches screened.
+func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Config, error) {
+	var ro remoteOptions
+	for _, o := range options {
+		o(&ro)
+	}
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -36,8 +57,12 @@ func RemoteConfig(listen, advertise string) (*remote.Config, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("listen address %q: bad port", listen)
 	}
+	guard := newRemoteGuard(ro.guardLogger)
 	opts := []remote.ConfigOption{
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(MaxWireMessage), grpc.MaxSendMsgSize(MaxWireMessage)),
+		remote.WithServerOptions(
+			grpc.MaxRecvMsgSize(MaxWireMessage), grpc.MaxSendMsgSize(MaxWireMessage),
+			grpc.ChainUnaryInterceptor(guard.unary), grpc.ChainStreamInterceptor(guard.stream),
+		),
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage)),
