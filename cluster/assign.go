@@ -20,13 +20,18 @@ import (
 // that small topics do not all lead on the same host. The first replica of
 // each list is the preferred leader.
 //
-// Errors: ErrInvalidPartitions when partitions < 1;
+// It allocates in proportion to partitions*replicationFactor, so both are
+// bounded first: partitions by MaxPartitionsPerTopic, replicationFactor by
+// the number of hosts.
+//
+// Errors: ErrInvalidPartitions when partitions < 1 or above
+// MaxPartitionsPerTopic;
 // ErrInvalidReplicationFactor when replicationFactor < 1 or exceeds the
 // number of hosts; ErrInvalidReplicaAssignment when hosts holds duplicates
 // or ids < 1.
 func AssignReplicas(hosts []int32, partitions, replicationFactor int, startIndex int) ([][]int32, error) {
-	if partitions < 1 {
-		return nil, fmt.Errorf("%w: %d, want >= 1", ErrInvalidPartitions, partitions)
+	if partitions < 1 || partitions > MaxPartitionsPerTopic {
+		return nil, fmt.Errorf("%w: %d, want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitionsPerTopic)
 	}
 	if replicationFactor < 1 {
 		return nil, fmt.Errorf("%w: %d, want >= 1", ErrInvalidReplicationFactor, replicationFactor)

@@ -17,8 +17,9 @@ var (
 	// ErrTopicChanged: an optimistic update lost the race; the topic was
 	// modified after the revision the caller read it at. Re-read and retry.
 	ErrTopicChanged = errors.New("cluster: topic changed concurrently")
-	// ErrInvalidPartitions: the partition count is below 1, or the
-	// partition list does not number partitions 0..n-1 in order.
+	// ErrInvalidPartitions: the partition count is below 1 or above
+	// MaxPartitionsPerTopic, or the partition list does not number
+	// partitions 0..n-1 in order.
 	ErrInvalidPartitions = errors.New("cluster: invalid number of partitions")
 	// ErrInvalidReplicationFactor: the replication factor is below 1, above
 	// the number of hosts, or does not match a partition's replica list.
@@ -30,6 +31,10 @@ var (
 	// ErrInvalidConfig: a topic config key is unknown or its value is out
 	// of range.
 	ErrInvalidConfig = errors.New("cluster: invalid topic config")
+	// ErrPolicyViolation: the request is well formed but a cluster limit
+	// refuses it (it would take a host past its partition capacity, or
+	// change an internal topic's configs). Kafka's POLICY_VIOLATION.
+	ErrPolicyViolation = errors.New("cluster: policy violation")
 	// ErrNotController: the fence of a controller write no longer holds
 	// (the election key is gone or was created at another revision), so
 	// the writer is not, or no longer, the controller. Nothing was written.

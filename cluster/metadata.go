@@ -5,6 +5,14 @@
 // believes; the same transaction checks the write's own precondition (the
 // topic is new, or unchanged since it was read) and reads back, in its Else
 // branch, what is needed to say which check failed.
+//
+// Reads hold every record to the rules writes are held to: a topic record
+// that does not decode, does not match its key or fails ValidateTopic (a
+// record written straight into etcd, e.g. one named "../victim") is never
+// returned as a topic. Lists leave it out and report it in
+// Snapshot.Rejected, watches report it as a TopicEvent with Rejected set,
+// GetTopic fails with ErrCorruptMetadata; the Store logs it once, at error
+// level, with its key. A bad host registration is treated as absent.
 
 package cluster
 
@@ -15,6 +23,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -25,13 +34,15 @@ import (
 )
 
 // Store reads and writes the cluster metadata kept in etcd under one key
-// prefix (see keys.go). It holds no state besides its client, so it is safe
-// for concurrent use, and several Stores (in one process or many) may share
-// the metadata. Reads are linearizable (etcd's default).
+// prefix (see keys.go). It holds no state besides its client and the set
+// of bad records it has already logged; it is safe for concurrent use, and
+// several Stores (in one process or many) may share the metadata. Reads
+// are linearizable (etcd's default).
 type Store struct {
-	client *clientv3.Client
-	keys   Keys
-	logger *logrus.Entry
+	client  *clientv3.Client
+	keys    Keys
+	logger  *logrus.Entry
+	rejects *rejectLog
 }
 
 // NewStore returns a Store over client, keeping its keys under prefix
@@ -42,7 +53,7 @@ func NewStore(client *clientv3.Client, prefix string, logger *logrus.Entry) *Sto
 		logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	keys := NewKeys(prefix)
-	return &Store{client: client, keys: keys, logger: logger.WithField("etcd_prefix", keys.Prefix())}
+	return &Store{client: client, keys: keys, logger: logger.WithField("etcd_prefix", keys.Prefix()), rejects: &rejectLog{}}
 }
 
 // Keys returns the Store's key layout.
@@ -78,7 +89,9 @@ func NewTopicID() string {
 
 // GetTopic returns the topic called name and the revision at which it was
 // last modified, which UpdateTopic takes as its expected revision. The
-// error wraps ErrUnknownTopic when there is no such topic.
+// error wraps ErrUnknownTopic when there is no such topic, and
+// ErrCorruptMetadata (with the validation sentinel) when its record is
+// invalid.
 func (s *Store) GetTopic(ctx context.Context, name string) (*messages.TopicMetadata, int64, error) {
 	if err := ValidateTopicName(name); err != nil {
 		return nil, 0, fmt.Errorf("cluster: get topic: %w", err)
@@ -92,23 +105,22 @@ func (s *Store) GetTopic(ctx context.Context, name string) (*messages.TopicMetad
 	}
 	t, err := s.decodeTopic(resp.Kvs[0])
 	if err != nil {
+		s.reject(resp.Kvs[0], err)
 		return nil, 0, fmt.Errorf("cluster: get topic %q: %w", name, err)
 	}
 	return t, resp.Kvs[0].ModRevision, nil
 }
 
-// ListTopics returns every topic, sorted by name, and the store revision it
-// read them at: watch from it (WatchTopics) to see every later change
-// exactly once, or pass it to UpdateTopic as the expected revision.
+// ListTopics returns every valid topic, sorted by name, and the store
+// revision it read them at: watch from it (WatchTopics) to see every later
+// change exactly once, or pass it to UpdateTopic as the expected revision.
+// Invalid records are left out (Snapshot lists them).
 func (s *Store) ListTopics(ctx context.Context) ([]*messages.TopicMetadata, int64, error) {
 	resp, err := s.client.Get(ctx, s.keys.Topics(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, fmt.Errorf("cluster: list topics: %w", err)
 	}
-	topics, err := s.decodeTopics(resp.Kvs)
-	if err != nil {
-		return nil, 0, fmt.Errorf("cluster: list topics: %w", err)
-	}
+	topics, _ := s.decodeTopics(resp.Kvs)
 	return topics, resp.Header.Revision, nil
 }
 
@@ -130,20 +142,21 @@ func (s *Store) listHosts(ctx context.Context, opts ...clientv3.OpOption) ([]*me
 	if err != nil {
 		return nil, fmt.Errorf("cluster: list hosts: %w", err)
 	}
-	hosts, err := s.decodeHosts(resp.Kvs)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: list hosts: %w", err)
-	}
-	return hosts, nil
+	return s.decodeHosts(resp.Kvs), nil
 }
 
 // Snapshot is every topic and live host at one store revision.
 type Snapshot struct {
 	// Topics, sorted by name.
 	Topics []*messages.TopicMetadata
-	// TopicRevisions maps each topic name to the revision it was last
-	// modified at.
+	// TopicRevisions maps each topic of Topics to the revision it was
+	// last modified at.
 	TopicRevisions map[string]int64
+	// Rejected holds the topic records that failed decoding or
+	// validation, in key order: not topics, never to be acted on. A
+	// reader that knew a valid version of one keeps treating it as it
+	// was (its data is not deleted because a record went bad).
+	Rejected []RejectedTopic
 	// Hosts, sorted by host id.
 	Hosts []*messages.HostInfo
 	// Revision is the store revision of the snapshot: WatchTopics and
@@ -162,19 +175,18 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	topicKVs := resp.Responses[0].GetResponseRange().GetKvs()
-	topics, err := s.decodeTopics(topicKVs)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: snapshot: %w", err)
-	}
-	hosts, err := s.decodeHosts(resp.Responses[1].GetResponseRange().GetKvs())
-	if err != nil {
-		return nil, fmt.Errorf("cluster: snapshot: %w", err)
-	}
+	topics, rejected := s.decodeTopics(topicKVs)
+	hosts := s.decodeHosts(resp.Responses[1].GetResponseRange().GetKvs())
 	revs := make(map[string]int64, len(topics))
-	for i, kv := range topicKVs {
-		revs[topics[i].GetName()] = kv.ModRevision
+	for _, kv := range topicKVs {
+		if name, err := s.keys.topicFromKey(string(kv.Key)); err == nil {
+			revs[name] = kv.ModRevision
+		}
 	}
-	return &Snapshot{Topics: topics, TopicRevisions: revs, Hosts: hosts, Revision: resp.Header.Revision}, nil
+	for _, r := range rejected {
+		delete(revs, r.Name)
+	}
+	return &Snapshot{Topics: topics, TopicRevisions: revs, Rejected: rejected, Hosts: hosts, Revision: resp.Header.Revision}, nil
 }
 
 // CreateTopic stores a new topic, if the fence holds and no topic of that
@@ -316,7 +328,22 @@ func (s *Store) fenced(ctx context.Context, fence Fence, conds []clientv3.Cmp, t
 	return resp, nil
 }
 
-// decodeTopic decodes a topic value and checks it matches its key.
+// RejectedTopic is a topic record that failed decoding or validation.
+type RejectedTopic struct {
+	// Key is the record's etcd key.
+	Key string
+	// Name is the topic name the key holds (any string: it may be the
+	// reason the record was rejected).
+	Name string
+	// ModRevision is the revision the record was last written at.
+	ModRevision int64
+	// Err says why; it wraps ErrCorruptMetadata.
+	Err error
+}
+
+// decodeTopic decodes a topic value, checks it matches its key and holds
+// it to ValidateTopic, as an admin request would be. Errors wrap
+// ErrCorruptMetadata.
 func (s *Store) decodeTopic(kv *mvccpb.KeyValue) (*messages.TopicMetadata, error) {
 	name, err := s.keys.topicFromKey(string(kv.Key))
 	if err != nil {
@@ -329,20 +356,33 @@ func (s *Store) decodeTopic(kv *mvccpb.KeyValue) (*messages.TopicMetadata, error
 	if t.GetName() != name {
 		return nil, fmt.Errorf("%w: key %q holds topic %q", ErrCorruptMetadata, kv.Key, t.GetName())
 	}
+	if err := ValidateTopic(t); err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrCorruptMetadata, kv.Key, err)
+	}
 	return t, nil
 }
 
-// decodeTopics decodes a range of topic values, in key (name) order.
-func (s *Store) decodeTopics(kvs []*mvccpb.KeyValue) ([]*messages.TopicMetadata, error) {
+// decodeTopics decodes a range of topic values, in key (name) order: the
+// valid topics, and the records that are not (each reported once).
+func (s *Store) decodeTopics(kvs []*mvccpb.KeyValue) ([]*messages.TopicMetadata, []RejectedTopic) {
 	topics := make([]*messages.TopicMetadata, 0, len(kvs))
+	var rejected []RejectedTopic
 	for _, kv := range kvs {
 		t, err := s.decodeTopic(kv)
 		if err != nil {
-			return nil, err
+			rejected = append(rejected, s.reject(kv, err))
+			continue
 		}
 		topics = append(topics, t)
 	}
-	return topics, nil
+	return topics, rejected
+}
+
+// reject logs a bad record once (per key and revision) and describes it.
+func (s *Store) reject(kv *mvccpb.KeyValue, err error) RejectedTopic {
+	name, _ := s.keys.topicFromKey(string(kv.Key))
+	s.rejects.report(s.logger, string(kv.Key), kv.ModRevision, err)
+	return RejectedTopic{Key: string(kv.Key), Name: name, ModRevision: kv.ModRevision, Err: err}
 }
 
 // decodeHost decodes a host registration and checks it matches its key.
@@ -362,15 +402,45 @@ func (s *Store) decodeHost(kv *mvccpb.KeyValue) (*messages.HostInfo, error) {
 }
 
 // decodeHosts decodes a range of host registrations, sorted by host id.
-func (s *Store) decodeHosts(kvs []*mvccpb.KeyValue) ([]*messages.HostInfo, error) {
+// Bad ones are left out (reported once): a registration that cannot be
+// read is no registration.
+func (s *Store) decodeHosts(kvs []*mvccpb.KeyValue) []*messages.HostInfo {
 	hosts := make([]*messages.HostInfo, 0, len(kvs))
 	for _, kv := range kvs {
 		h, err := s.decodeHost(kv)
 		if err != nil {
-			return nil, err
+			s.rejects.report(s.logger, string(kv.Key), kv.ModRevision, err)
+			continue
 		}
 		hosts = append(hosts, h)
 	}
 	slices.SortFunc(hosts, func(a, b *messages.HostInfo) int { return cmp.Compare(a.GetHostId(), b.GetHostId()) })
-	return hosts, nil
+	return hosts
+}
+
+// maxRejectsRemembered bounds the memory of reported records; past it
+// the memory starts over (a record may then be logged again).
+const maxRejectsRemembered = 4096
+
+// rejectLog remembers which bad records were logged, so each is logged
+// once (per key and revision) however often it is read. Safe for
+// concurrent use.
+type rejectLog struct {
+	mu   sync.Mutex
+	seen map[string]int64 // key -> mod revision logged
+}
+
+func (r *rejectLog) report(logger *logrus.Entry, key string, rev int64, err error) {
+	r.mu.Lock()
+	if r.seen == nil || len(r.seen) >= maxRejectsRemembered {
+		r.seen = map[string]int64{}
+	}
+	if seen, ok := r.seen[key]; ok && seen == rev {
+		r.mu.Unlock()
+		return
+	}
+	r.seen[key] = rev
+	r.mu.Unlock()
+	logger.WithError(err).WithFields(logrus.Fields{"key": key, "mod_revision": rev}).
+		Error("ignoring an invalid metadata record in etcd: it is not acted on until it is rewritten valid or deleted")
 }

@@ -144,32 +144,129 @@ func TestListTopicsAndSnapshot(t *testing.T) {
 	}
 }
 
-func TestCorruptMetadata(t *testing.T) {
+// badTopicRecords are topic records written straight into etcd (by
+// anyone who reaches its client port) that the CLI would have refused:
+// each must be ignored by every reader, never acted on.
+func badTopicRecords(t *testing.T) map[string]string {
+	t.Helper()
+	marshal := func(m *messages.TopicMetadata) string {
+		t.Helper()
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	escape := newTopic(t, "x", 1, 1, nil)
+	escape.Name = "../victim" // a directory outside the data dir
+	huge := newTopic(t, "huge", 1, 1, nil)
+	for i := 1; i <= cluster.MaxPartitionsPerTopic; i++ {
+		huge.Partitions = append(huge.Partitions, &messages.PartitionState{Partition: int32(i), Replicas: []int32{1}, Leader: 1, Isr: []int32{1}})
+	}
+	dup := newTopic(t, "dup", 1, 2, nil)
+	dup.Partitions[0].Replicas[1] = dup.Partitions[0].Replicas[0]
+	return map[string]string{
+		"../victim": marshal(escape),
+		"huge":      marshal(huge),
+		"tiny":      marshal(newTopic(t, "tiny", 1, 1, map[string]string{"segment.bytes": "100"})),
+		"dup":       marshal(dup),
+		"junk":      "\xff\xff not a proto",
+		"wrong":     marshal(newTopic(t, "right", 1, 1, nil)), // a valid topic under another name
+	}
+}
+
+// TestInvalidRecordsAreRejected: invalid topic records are left out of
+// lists (and named in Snapshot.Rejected), fail GetTopic with
+// ErrCorruptMetadata, come as Rejected events without ending the watch;
+// the valid topics beside them are served as before. Bad host
+// registrations are no registrations.
+func TestInvalidRecordsAreRejected(t *testing.T) {
 	t.Parallel()
 	store, e := clustertest.NewStore(t)
+	_, fence := elect(t, store, "c")
 	ctx := testCtx(t, 20*time.Second)
-	if _, err := e.Client().Put(ctx, store.Keys().Topic("junk"), "\xff\xff not a proto"); err != nil {
+	good := newTopic(t, "good", 2, 2, nil)
+	if err := store.CreateTopic(ctx, fence, good); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := store.GetTopic(ctx, "junk")
+	bad := badTopicRecords(t)
+	for name, val := range bad {
+		if _, err := e.Client().Put(ctx, store.Keys().Topic(name), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topics, _, err := store.ListTopics(ctx)
+	if err != nil || len(topics) != 1 || !proto.Equal(topics[0], good) {
+		var names []string
+		for _, tp := range topics {
+			names = append(names, tp.GetName())
+		}
+		t.Fatalf("list topics = %q, %v; want only %q", names, err, "good")
+	}
+	snap, err := store.Snapshot(ctx)
+	if err != nil || len(snap.Topics) != 1 || snap.Topics[0].GetName() != "good" {
+		t.Fatalf("snapshot of %d topics, %v; want only %q", len(snap.Topics), err, "good")
+	}
+	if len(snap.Rejected) != len(bad) || len(snap.TopicRevisions) != 1 {
+		t.Fatalf("snapshot rejected %d records %v, revisions %v; want the %d bad ones", len(snap.Rejected), snap.Rejected, snap.TopicRevisions, len(bad))
+	}
+	for _, r := range snap.Rejected {
+		if _, ok := bad[r.Name]; !ok || !errors.Is(r.Err, cluster.ErrCorruptMetadata) || r.Key != store.Keys().Topic(r.Name) || r.ModRevision <= 0 {
+			t.Fatalf("rejected %+v", r)
+		}
+	}
+	_, _, err = store.GetTopic(ctx, "junk")
 	wantErr(t, err, cluster.ErrCorruptMetadata)
-	_, _, err = store.ListTopics(ctx)
+	_, _, err = store.GetTopic(ctx, "wrong")
 	wantErr(t, err, cluster.ErrCorruptMetadata)
-	// A valid topic under the wrong name is corrupt too.
-	val, err := proto.Marshal(newTopic(t, "right", 1, 1, nil))
+	_, _, err = store.GetTopic(ctx, "tiny")
+	wantErr(t, err, cluster.ErrCorruptMetadata)
+	wantErr(t, err, cluster.ErrInvalidConfig)
+	_, _, err = store.GetTopic(ctx, "huge")
+	wantErr(t, err, cluster.ErrInvalidPartitions)
+
+	// A watch reports bad puts as Rejected and goes on.
+	events := store.WatchTopics(ctx, snap.Revision)
+	if _, err := e.Client().Put(ctx, store.Keys().Topic("../other"), bad["../victim"]); err != nil {
+		t.Fatal(err)
+	}
+	if ev := recv(t, events, 5*time.Second); ev.Err != nil || ev.Type != cluster.EventPut || ev.Name != "../other" || ev.Topic != nil || !errors.Is(ev.Rejected, cluster.ErrCorruptMetadata) {
+		t.Fatalf("event for a bad record %+v", ev)
+	}
+	if _, err := e.Client().Delete(ctx, store.Keys().Topic("junk")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := recv(t, events, 5*time.Second); ev.Err != nil || ev.Type != cluster.EventDelete || ev.Name != "junk" || ev.Topic != nil {
+		t.Fatalf("event for deleting a bad record %+v", ev)
+	}
+	if err := store.CreateTopic(ctx, fence, newTopic(t, "after", 1, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := recv(t, events, 5*time.Second); ev.Err != nil || ev.Name != "after" || ev.Topic == nil || ev.Rejected != nil {
+		t.Fatalf("event after bad records %+v", ev)
+	}
+
+	// Host registrations that cannot be read are no registrations.
+	if _, err := store.Register(ctx, &messages.HostInfo{HostId: 1}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	hsnap, err := store.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Client().Put(ctx, store.Keys().Topic("wrong"), string(val)); err != nil {
-		t.Fatal(err)
+	hostEvents := store.WatchHosts(ctx, hsnap.Revision)
+	for key, val := range map[string]string{store.Keys().Hosts() + "abc": "x", store.Keys().Host(7): "\xff\xff"} {
+		if _, err := e.Client().Put(ctx, key, val); err != nil {
+			t.Fatal(err)
+		}
 	}
-	_, _, err = store.GetTopic(ctx, "wrong")
-	wantErr(t, err, cluster.ErrCorruptMetadata)
-	if _, err := e.Client().Put(ctx, store.Keys().Hosts()+"abc", "x"); err != nil {
-		t.Fatal(err)
+	hosts, err := store.ListHosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].GetHostId() != 1 {
+		t.Fatalf("list hosts = %v, %v; want host 1 only", hosts, err)
 	}
-	_, err = store.ListHosts(ctx)
-	wantErr(t, err, cluster.ErrCorruptMetadata)
+	if ev := recv(t, hostEvents, 5*time.Second); ev.Err != nil || ev.HostID != 7 || ev.Type != cluster.EventDelete || ev.Host != nil {
+		t.Fatalf("host event for a bad registration %+v, want a delete of host 7", ev)
+	}
 }
 
 func TestWatchTopics(t *testing.T) {

@@ -3,8 +3,10 @@
 // against what storage accepts), the mapping of a topic's configs to a
 // storage.Config, and the structural checks of a TopicMetadata (partitions
 // numbered 0..n-1, replica lists of the replication factor, leader and ISR
-// among the replicas). All functions here are pure and safe for concurrent
-// use.
+// among the replicas, within the limits of limits.go). Records read from
+// etcd go through the same checks as admin requests (Store's reads), so a
+// record written straight into etcd is held to the CLI's rules. All
+// functions here are pure and safe for concurrent use.
 
 package cluster
 
@@ -31,7 +33,8 @@ const (
 	ConfigRetentionMs = "retention.ms"
 	// ConfigRetentionBytes: -1 (no limit) or a number of bytes >= 0.
 	ConfigRetentionBytes = "retention.bytes"
-	// ConfigSegmentBytes: segment size in bytes, record.HeaderSize to 2^31-1.
+	// ConfigSegmentBytes: segment size in bytes, MinSegmentBytes (1 MiB,
+	// Kafka 4) to 2^31-1.
 	ConfigSegmentBytes = "segment.bytes"
 	// ConfigSegmentMs: positive segment age in milliseconds.
 	ConfigSegmentMs = "segment.ms"
@@ -170,9 +173,10 @@ func parseTopicConfigs(configs map[string]string) (topicConfigs, error) {
 			}
 			tc.storage.RetentionBytes = n
 		case ConfigSegmentBytes:
+			lo := CurrentMinSegmentBytes()
 			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < record.HeaderSize || n > math.MaxInt32 {
-				return tc, bad(fmt.Sprintf("a number of bytes in [%d, %d]", record.HeaderSize, math.MaxInt32))
+			if err != nil || n < lo || n > math.MaxInt32 {
+				return tc, bad(fmt.Sprintf("a number of bytes in [%d, %d] (smaller segments would cost three descriptors each)", lo, math.MaxInt32))
 			}
 			tc.storage.SegmentBytes = n
 		case ConfigSegmentMs:
@@ -240,9 +244,10 @@ func millis(n int64) time.Duration {
 	return time.Duration(n) * time.Millisecond
 }
 
-// ValidateTopic checks a whole TopicMetadata before it is stored: the name,
-// the configs, a replication factor >= 1, at least one partition, partitions
-// numbered 0..n-1 in order, each with exactly replication_factor distinct
+// ValidateTopic checks a whole TopicMetadata before it is stored and after
+// it is read: the name, the configs, a replication factor >= 1, 1 to
+// MaxPartitionsPerTopic partitions, numbered 0..n-1 in order, each with
+// exactly replication_factor distinct
 // replicas (host ids >= 1), a leader that is -1 or in the ISR, and an ISR
 // that is a duplicate-free subset of the replicas. It does not check that
 // the hosts exist: hosts come and go, and that is the controller's call.
@@ -263,6 +268,9 @@ func ValidateTopic(t *messages.TopicMetadata) error {
 	if len(t.GetPartitions()) == 0 {
 		return fmt.Errorf("%w: topic %q has no partitions", ErrInvalidPartitions, t.GetName())
 	}
+	if n := len(t.GetPartitions()); n > MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: topic %q has %d partitions, at most %d allowed", ErrInvalidPartitions, t.GetName(), n, MaxPartitionsPerTopic)
+	}
 	for i, p := range t.GetPartitions() {
 		if p == nil || int(p.GetPartition()) != i {
 			return fmt.Errorf("%w: topic %q: entry %d is partition %d, want %d", ErrInvalidPartitions, t.GetName(), i, p.GetPartition(), i)
@@ -278,41 +286,47 @@ func ValidateTopic(t *messages.TopicMetadata) error {
 // its reassignment state: during a reassignment (KIP-455) the replicas are
 // the union of the old and the target lists, both of the replication
 // factor; adding_replicas (target only) and removing_replicas (old only)
-// are disjoint subsets of the replicas.
+// are disjoint subsets of the replicas. Its cost is linear in the lists'
+// lengths, whatever a stored record holds.
 func validatePartition(p *messages.PartitionState, rf int) error {
 	replicas := p.GetReplicas()
 	adding, removing := p.GetAddingReplicas(), p.GetRemovingReplicas()
 	if len(replicas)-len(adding) != rf || len(replicas)-len(removing) != rf {
 		return fmt.Errorf("%w: %d replicas %v (adding %v, removing %v), want %d", ErrInvalidReplicationFactor, len(replicas), replicas, adding, removing, rf)
 	}
+	for i, r := range replicas {
+		if r < 1 {
+			return fmt.Errorf("%w: replica host id %d at %d, want >= 1", ErrInvalidReplicaAssignment, r, i)
+		}
+	}
+	if r, dup := firstDuplicate(replicas); dup {
+		return fmt.Errorf("%w: host %d listed twice in replicas %v", ErrInvalidReplicaAssignment, r, replicas)
+	}
+	isReplica := memberOf(replicas)
 	for _, set := range [][]int32{adding, removing} {
-		for i, r := range set {
-			if !slices.Contains(replicas, r) || slices.Contains(set[:i], r) {
-				return fmt.Errorf("%w: reassignment: adding %v, removing %v: %d is a duplicate or not a replica %v", ErrInvalidReplicaAssignment, adding, removing, r, replicas)
+		if r, dup := firstDuplicate(set); dup {
+			return fmt.Errorf("%w: reassignment: adding %v, removing %v: %d is a duplicate", ErrInvalidReplicaAssignment, adding, removing, r)
+		}
+		for _, r := range set {
+			if !isReplica(r) {
+				return fmt.Errorf("%w: reassignment: adding %v, removing %v: %d is not a replica %v", ErrInvalidReplicaAssignment, adding, removing, r, replicas)
 			}
 		}
 	}
+	isRemoved := memberOf(removing)
 	for _, r := range adding {
-		if slices.Contains(removing, r) {
+		if isRemoved(r) {
 			return fmt.Errorf("%w: reassignment: host %d both added and removed", ErrInvalidReplicaAssignment, r)
 		}
 	}
-	for i, r := range replicas {
-		if r < 1 {
-			return fmt.Errorf("%w: replica host id %d, want >= 1", ErrInvalidReplicaAssignment, r)
-		}
-		if slices.Contains(replicas[:i], r) {
-			return fmt.Errorf("%w: host %d listed twice in replicas %v", ErrInvalidReplicaAssignment, r, replicas)
-		}
-	}
 	isr := p.GetIsr()
-	for i, r := range isr {
-		if !slices.Contains(replicas, r) {
+	for _, r := range isr {
+		if !isReplica(r) {
 			return fmt.Errorf("%w: ISR member %d is not a replica %v", ErrInvalidReplicaAssignment, r, replicas)
 		}
-		if slices.Contains(isr[:i], r) {
-			return fmt.Errorf("%w: host %d listed twice in ISR %v", ErrInvalidReplicaAssignment, r, isr)
-		}
+	}
+	if r, dup := firstDuplicate(isr); dup {
+		return fmt.Errorf("%w: host %d listed twice in ISR %v", ErrInvalidReplicaAssignment, r, isr)
 	}
 	if l := p.GetLeader(); l != -1 && !slices.Contains(isr, l) {
 		return fmt.Errorf("%w: leader %d is not in the ISR %v", ErrInvalidReplicaAssignment, l, isr)
@@ -321,4 +335,43 @@ func validatePartition(p *messages.PartitionState, rf int) error {
 		return fmt.Errorf("%w: negative epoch (leader %d, partition %d)", ErrInvalidReplicaAssignment, p.GetLeaderEpoch(), p.GetPartitionEpoch())
 	}
 	return nil
+}
+
+// smallSet is the list length up to which a linear scan beats a map.
+const smallSet = 8
+
+// firstDuplicate returns the first id of ids that appeared before it.
+func firstDuplicate(ids []int32) (int32, bool) {
+	if len(ids) <= smallSet {
+		for i, r := range ids {
+			if slices.Contains(ids[:i], r) {
+				return r, true
+			}
+		}
+		return 0, false
+	}
+	seen := make(map[int32]struct{}, len(ids))
+	for _, r := range ids {
+		if _, ok := seen[r]; ok {
+			return r, true
+		}
+		seen[r] = struct{}{}
+	}
+	return 0, false
+}
+
+// memberOf returns a membership test of ids, in O(1) per call for long
+// lists.
+func memberOf(ids []int32) func(int32) bool {
+	if len(ids) <= smallSet {
+		return func(r int32) bool { return slices.Contains(ids, r) }
+	}
+	set := make(map[int32]struct{}, len(ids))
+	for _, r := range ids {
+		set[r] = struct{}{}
+	}
+	return func(r int32) bool {
+		_, ok := set[r]
+		return ok
+	}
 }

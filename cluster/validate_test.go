@@ -66,8 +66,13 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"retention.bytes", "0", true},
 		{"retention.bytes", "1073741824", true},
 		{"retention.bytes", "-2", false},
-		{"segment.bytes", "61", true},
-		{"segment.bytes", "60", false},
+		// Kafka 4's minimum (KIP-1030): one segment per record would cost
+		// three descriptors a record.
+		{"segment.bytes", "1048576", true},
+		{"segment.bytes", "1048575", false},
+		{"segment.bytes", "65536", false},
+		{"segment.bytes", "100", false},
+		{"segment.bytes", "61", false},
 		{"segment.bytes", "14", false},
 		{"segment.bytes", "2147483647", true},
 		{"segment.bytes", "2147483648", false},
@@ -128,12 +133,12 @@ func TestStorageConfig(t *testing.T) {
 		{
 			name: "all",
 			configs: map[string]string{
-				"retention.ms": "3600000", "retention.bytes": "1000000", "segment.bytes": "65536",
+				"retention.ms": "3600000", "retention.bytes": "1000000", "segment.bytes": "1048576",
 				"segment.ms": "60000", "max.message.bytes": "2048", "flush.policy": "250ms",
 				"min.insync.replicas": "2", "message.timestamp.type": "LogAppendTime",
 			},
 			want: storage.Config{
-				Retention: time.Hour, RetentionBytes: 1000000, SegmentBytes: 65536, SegmentAge: time.Minute,
+				Retention: time.Hour, RetentionBytes: 1000000, SegmentBytes: 1 << 20, SegmentAge: time.Minute,
 				MaxMessageBytes: 2048, Flush: storage.FlushPolicy{Mode: storage.FlushInterval, Interval: 250 * time.Millisecond},
 				LogAppendTime: true,
 			},
@@ -175,6 +180,33 @@ func TestStorageConfig(t *testing.T) {
 	}
 }
 
+// TestMinSegmentBytesEscapeHatch checks the tests-only lowering of the
+// segment.bytes minimum (the host's hidden --unsafe-min-segment-bytes):
+// it takes effect, never goes below one batch header, and is undone. Not
+// parallel: it changes a process-wide setting.
+func TestMinSegmentBytesEscapeHatch(t *testing.T) {
+	t.Cleanup(func() { cluster.SetMinSegmentBytes(cluster.MinSegmentBytes) })
+	small := map[string]string{"segment.bytes": "65536"}
+	if err := cluster.ValidateTopicConfigs(small); !errors.Is(err, cluster.ErrInvalidConfig) {
+		t.Fatalf("65536 by default: %v, want ErrInvalidConfig", err)
+	}
+	cluster.SetMinSegmentBytes(65536)
+	if err := cluster.ValidateTopicConfigs(small); err != nil {
+		t.Fatalf("65536 with the minimum lowered: %v", err)
+	}
+	if err := cluster.ValidateTopicConfigs(map[string]string{"segment.bytes": "65535"}); !errors.Is(err, cluster.ErrInvalidConfig) {
+		t.Fatalf("65535 below the lowered minimum: %v", err)
+	}
+	cluster.SetMinSegmentBytes(1)
+	if got := cluster.CurrentMinSegmentBytes(); got != 61 {
+		t.Fatalf("minimum lowered to 1: %d, want the storage minimum 61", got)
+	}
+	cluster.SetMinSegmentBytes(cluster.MinSegmentBytes)
+	if err := cluster.ValidateTopicConfigs(small); !errors.Is(err, cluster.ErrInvalidConfig) {
+		t.Fatalf("65536 after restoring: %v", err)
+	}
+}
+
 func TestUncleanLeaderElection(t *testing.T) {
 	tests := []struct {
 		configs map[string]string
@@ -200,7 +232,7 @@ func TestUncleanLeaderElection(t *testing.T) {
 // storage itself, at the edges of every range.
 func TestStorageConfigOpens(t *testing.T) {
 	for _, configs := range []map[string]string{
-		{"segment.bytes": "61", "max.message.bytes": "61", "retention.ms": "-1", "retention.bytes": "0"},
+		{"segment.bytes": "1048576", "max.message.bytes": "61", "retention.ms": "-1", "retention.bytes": "0"},
 		{"segment.bytes": "2147483647", "max.message.bytes": "2147483635", "segment.ms": "1", "flush.policy": "batch"},
 	} {
 		cfg, err := cluster.StorageConfig(configs)
@@ -234,6 +266,37 @@ func TestValidateTopic(t *testing.T) {
 		{"rf 0", func(m *messages.TopicMetadata) { m.ReplicationFactor = 0 }, cluster.ErrInvalidReplicationFactor},
 		{"rf mismatch", func(m *messages.TopicMetadata) { m.ReplicationFactor = 3 }, cluster.ErrInvalidReplicationFactor},
 		{"no partitions", func(m *messages.TopicMetadata) { m.Partitions = nil }, cluster.ErrInvalidPartitions},
+		{"too many partitions", func(m *messages.TopicMetadata) {
+			for i := len(m.Partitions); i <= cluster.MaxPartitionsPerTopic; i++ {
+				m.Partitions = append(m.Partitions, &messages.PartitionState{Partition: int32(i), Replicas: []int32{1, 2}, Leader: 1, Isr: []int32{1, 2}})
+			}
+		}, cluster.ErrInvalidPartitions},
+		{"most partitions", func(m *messages.TopicMetadata) {
+			for i := len(m.Partitions); i < cluster.MaxPartitionsPerTopic; i++ {
+				m.Partitions = append(m.Partitions, &messages.PartitionState{Partition: int32(i), Replicas: []int32{1, 2}, Leader: 1, Isr: []int32{1, 2}})
+			}
+		}, nil},
+		{"tiny segments", func(m *messages.TopicMetadata) { m.Configs["segment.bytes"] = "100" }, cluster.ErrInvalidConfig},
+		{"long duplicate replica list", func(m *messages.TopicMetadata) {
+			p := m.Partitions[0]
+			p.Replicas = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 3}
+			m.ReplicationFactor = int32(len(p.Replicas))
+			p.Isr, p.Leader = []int32{1}, 1
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"long isr outside replicas", func(m *messages.TopicMetadata) {
+			m.Partitions = m.Partitions[:1]
+			p := m.Partitions[0]
+			p.Replicas = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+			m.ReplicationFactor = int32(len(p.Replicas))
+			p.Isr, p.Leader = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 99}, 1
+		}, cluster.ErrInvalidReplicaAssignment},
+		{"long lists", func(m *messages.TopicMetadata) {
+			m.Partitions = m.Partitions[:1]
+			p := m.Partitions[0]
+			p.Replicas = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+			m.ReplicationFactor = int32(len(p.Replicas))
+			p.Isr, p.Leader = []int32{12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 1
+		}, nil},
 		{"misnumbered", func(m *messages.TopicMetadata) { m.Partitions[1].Partition = 2 }, cluster.ErrInvalidPartitions},
 		{"nil partition", func(m *messages.TopicMetadata) { m.Partitions[2] = nil }, cluster.ErrInvalidPartitions},
 		{"duplicate replica", func(m *messages.TopicMetadata) {

@@ -46,18 +46,24 @@ func (t EventType) String() string {
 type TopicEvent struct {
 	// Type is EventPut or EventDelete; zero when Err is set.
 	Type EventType
-	// Name is the topic's name.
+	// Name is the topic's name, as the key holds it: when Rejected is
+	// set, it may be any string.
 	Name string
 	// Topic is the new value for a put; for a delete, the value it had
-	// when etcd still knows it (nil otherwise).
+	// when etcd still knows it and it was valid (nil otherwise). Nil when
+	// Rejected is set.
 	Topic *messages.TopicMetadata
+	// Rejected, on a put, says why the new value is not a valid topic
+	// record (it wraps ErrCorruptMetadata; the Store has logged it): the
+	// record must not be acted on. The watch goes on.
+	Rejected error
 	// Revision is the store revision of the change. Watching from it
 	// resumes after this event; it is also a valid expected revision for
 	// UpdateTopic after a put.
 	Revision int64
 	// Err, when set, ends the watch: it is the last event and the channel
-	// closes after it. It wraps ErrCompacted, ErrWatchEnded or
-	// ErrCorruptMetadata.
+	// closes after it. It wraps ErrCompacted or ErrWatchEnded (a bad
+	// record does not end the watch: see Rejected).
 	Err error
 }
 
@@ -112,14 +118,13 @@ func (s *Store) WatchTopics(ctx context.Context, fromRevision int64) <-chan Topi
 			case mvccpb.PUT:
 				te.Type = EventPut
 				if te.Topic, err = s.decodeTopic(ev.Kv); err != nil {
-					return false, err
+					te.Rejected = s.reject(ev.Kv, err).Err
 				}
 			case mvccpb.DELETE:
 				te.Type = EventDelete
 				if ev.PrevKv != nil {
-					if te.Topic, err = s.decodeTopic(ev.PrevKv); err != nil {
-						return false, err
-					}
+					// An invalid previous value was never a topic.
+					te.Topic, _ = s.decodeTopic(ev.PrevKv)
 				}
 			}
 			return send(te), nil
@@ -133,7 +138,10 @@ func (s *Store) WatchTopics(ctx context.Context, fromRevision int64) <-chan Topi
 
 // WatchHosts streams the changes of host registrations made after
 // fromRevision, with the same rules as WatchTopics (including those for
-// fromRevision <= 0).
+// fromRevision <= 0). A registration that cannot be read is no
+// registration, as in ListHosts: a put of one comes as an EventDelete
+// (Host nil), and a key that names no host id is skipped; both are logged
+// once.
 func (s *Store) WatchHosts(ctx context.Context, fromRevision int64) <-chan HostEvent {
 	out := make(chan HostEvent, 16)
 	go func() {
@@ -151,20 +159,20 @@ func (s *Store) WatchHosts(ctx context.Context, fromRevision int64) <-chan HostE
 			var err error
 			he.Revision = ev.Kv.ModRevision
 			if he.HostID, err = s.keys.hostIDFromKey(string(ev.Kv.Key)); err != nil {
-				return false, err
+				s.rejects.report(s.logger, string(ev.Kv.Key), ev.Kv.ModRevision, err)
+				return true, nil
 			}
 			switch ev.Type {
 			case mvccpb.PUT:
 				he.Type = EventPut
 				if he.Host, err = s.decodeHost(ev.Kv); err != nil {
-					return false, err
+					s.rejects.report(s.logger, string(ev.Kv.Key), ev.Kv.ModRevision, err)
+					he.Type, he.Host = EventDelete, nil
 				}
 			case mvccpb.DELETE:
 				he.Type = EventDelete
 				if ev.PrevKv != nil {
-					if he.Host, err = s.decodeHost(ev.PrevKv); err != nil {
-						return false, err
-					}
+					he.Host, _ = s.decodeHost(ev.PrevKv)
 				}
 			}
 			return send(he), nil

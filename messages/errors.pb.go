@@ -99,6 +99,11 @@ const (
 	// The request is malformed (a required field is missing or out of range).
 	// Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_REQUEST ErrorCode = 42
+	// The request is well formed but refused by a cluster policy: it would take
+	// the hosts past their partition capacity (derived from their descriptor
+	// limit), or it changes an internal topic's configs, which are read-only to
+	// users. Not retriable.
+	ErrorCode_ERROR_CODE_POLICY_VIOLATION ErrorCode = 44
 	// The replica's log is on a storage device that failed (the log is
 	// refusing writes after an I/O error). Retriable: leadership will move.
 	ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR ErrorCode = 56
@@ -218,6 +223,7 @@ var (
 		40:  "ERROR_CODE_INVALID_CONFIG",
 		41:  "ERROR_CODE_NOT_CONTROLLER",
 		42:  "ERROR_CODE_INVALID_REQUEST",
+		44:  "ERROR_CODE_POLICY_VIOLATION",
 		56:  "ERROR_CODE_KAFKA_STORAGE_ERROR",
 		74:  "ERROR_CODE_FENCED_LEADER_EPOCH",
 		75:  "ERROR_CODE_UNKNOWN_LEADER_EPOCH",
@@ -274,6 +280,7 @@ var (
 		"ERROR_CODE_INVALID_CONFIG":                   40,
 		"ERROR_CODE_NOT_CONTROLLER":                   41,
 		"ERROR_CODE_INVALID_REQUEST":                  42,
+		"ERROR_CODE_POLICY_VIOLATION":                 44,
 		"ERROR_CODE_KAFKA_STORAGE_ERROR":              56,
 		"ERROR_CODE_FENCED_LEADER_EPOCH":              74,
 		"ERROR_CODE_UNKNOWN_LEADER_EPOCH":             75,
@@ -339,7 +346,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xf9\x0f\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\x9a\x10\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -364,7 +371,8 @@ const file_messages_errors_proto_rawDesc = "" +
 	"%ERROR_CODE_INVALID_REPLICATION_FACTOR\x10&\x12\x1d\n" +
 	"\x19ERROR_CODE_INVALID_CONFIG\x10(\x12\x1d\n" +
 	"\x19ERROR_CODE_NOT_CONTROLLER\x10)\x12\x1e\n" +
-	"\x1aERROR_CODE_INVALID_REQUEST\x10*\x12\"\n" +
+	"\x1aERROR_CODE_INVALID_REQUEST\x10*\x12\x1f\n" +
+	"\x1bERROR_CODE_POLICY_VIOLATION\x10,\x12\"\n" +
 	"\x1eERROR_CODE_KAFKA_STORAGE_ERROR\x108\x12\"\n" +
 	"\x1eERROR_CODE_FENCED_LEADER_EPOCH\x10J\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_LEADER_EPOCH\x10K\x12\x1d\n" +

@@ -36,6 +36,7 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_INVALID_CONFIG, false},
 		{ErrorCode_ERROR_CODE_NOT_CONTROLLER, true},
 		{ErrorCode_ERROR_CODE_INVALID_REQUEST, false},
+		{ErrorCode_ERROR_CODE_POLICY_VIOLATION, false},
 		{ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, true},
 		{ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH, true},
 		{ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH, true},

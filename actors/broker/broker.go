@@ -8,6 +8,13 @@
 // topics and of partitions reassigned away from this host, and forwards
 // admin requests to the controller.
 //
+// Metadata is held to the admin requests' rules (limits.go): topic
+// records that fail validation never reach the broker (the Store reports
+// them; a topic whose record went bad keeps running as it was, and its
+// data is kept), every partition directory is confined to the data dir,
+// and the broker runs at most MaxPartitionsPerHost replicas whatever the
+// metadata asks.
+//
 // Threading: the metadata watch runs on its own goroutine and only posts
 // events to the actor's mailbox; every field is owned by the actor.
 package broker
@@ -70,8 +77,13 @@ type Config struct {
 	NewMembership func(p int32) coordinator.Membership
 	// Group is the settings of the coordinators' groups (nil: Kafka's
 	// defaults, group.DefaultConfig).
-	Group  *group.Config
-	Logger *logrus.Entry
+	Group *group.Config
+	// MaxPartitionsPerHost is the most partition replicas this broker
+	// runs (default cluster.HostPartitionCapacity(), from the process's
+	// RLIMIT_NOFILE). Beyond it, replicas already running are kept and
+	// new ones are not started (logged at error level).
+	MaxPartitionsPerHost int
+	Logger               *logrus.Entry
 }
 
 // Drain asks the broker to stop its replicas after they have served every
@@ -88,6 +100,9 @@ type (
 	metadataSnapshot struct {
 		topics []*messages.TopicMetadata
 		hosts  []*messages.HostInfo
+		// rejected names the topics whose records are invalid: not
+		// acted on, and their partition directories are kept.
+		rejected map[string]bool
 	}
 	topicChanged struct {
 		name  string
@@ -137,6 +152,9 @@ type Broker struct {
 	coordinatorTopics   map[string]int32
 	offsetsTopicAsking  bool
 	offsetsTopicAskedAt time.Time
+	// overCapacity is the number of replicas last refused for
+	// MaxPartitionsPerHost (logged when it changes).
+	overCapacity int
 
 	cancel context.CancelFunc
 }
@@ -148,6 +166,9 @@ func Props(cfg Config) *actor.Props {
 	}
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
+	}
+	if cfg.MaxPartitionsPerHost <= 0 {
+		cfg.MaxPartitionsPerHost = cluster.HostPartitionCapacity()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -219,11 +240,7 @@ func (b *Broker) onStarted(ctx actor.Context) {
 // a watch failure (e.g. compaction) it starts over with a new snapshot.
 func (b *Broker) follow(ctx context.Context, post func(any)) {
 	for ctx.Err() == nil {
-		topics, rev, err := b.cfg.Store.ListTopics(ctx)
-		var hosts []*messages.HostInfo
-		if err == nil {
-			hosts, err = b.cfg.Store.ListHosts(ctx)
-		}
+		snap, err := b.cfg.Store.Snapshot(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				b.logger.WithError(err).Warn("listing metadata failed; retrying")
@@ -231,9 +248,13 @@ func (b *Broker) follow(ctx context.Context, post func(any)) {
 			}
 			continue
 		}
-		post(metadataSnapshot{topics: topics, hosts: hosts})
-		tch := b.cfg.Store.WatchTopics(ctx, rev)
-		hch := b.cfg.Store.WatchHosts(ctx, rev)
+		rejected := map[string]bool{}
+		for _, r := range snap.Rejected {
+			rejected[r.Name] = true
+		}
+		post(metadataSnapshot{topics: snap.Topics, hosts: snap.Hosts, rejected: rejected})
+		tch := b.cfg.Store.WatchTopics(ctx, snap.Revision)
+		hch := b.cfg.Store.WatchHosts(ctx, snap.Revision)
 		b.relay(ctx, tch, hch, post)
 	}
 }
@@ -250,9 +271,13 @@ func (b *Broker) relay(ctx context.Context, tch <-chan cluster.TopicEvent, hch <
 				}
 				return
 			}
-			if ev.Type == cluster.EventDelete {
+			switch {
+			case ev.Rejected != nil || cluster.ValidateTopicName(ev.Name) != nil:
+				// An invalid record (the Store logged it): never acted
+				// on. A topic whose record went bad runs on as it was.
+			case ev.Type == cluster.EventDelete:
 				post(topicChanged{name: ev.Name})
-			} else {
+			default:
 				post(topicChanged{name: ev.Name, topic: ev.Topic})
 			}
 		case ev, ok := <-hch:
@@ -278,6 +303,9 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 		known[t.Name] = true
 		b.topics[t.Name] = t
 	}
+	for name := range s.rejected {
+		known[name] = true // a topic whose record went bad runs on as it was
+	}
 	for name := range b.topics {
 		if !known[name] {
 			delete(b.topics, name)
@@ -289,7 +317,7 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 	}
 	if !b.synced {
 		b.synced = true
-		b.removeStrayDirs()
+		b.removeStrayDirs(s.rejected)
 	}
 	b.reconcile(ctx)
 	b.updateCoordinatorTopics(ctx)
@@ -335,8 +363,12 @@ func (b *Broker) removeLeftPartitions(old, t *messages.TopicMetadata) {
 // removePartitionDir deletes the log directory of key if it belongs to
 // topicID (empty: whichever topic it belongs to).
 func (b *Broker) removePartitionDir(key tp, topicID, why string) {
-	dir := b.partitionDir(key)
+	dir, err := b.partitionDir(key)
 	log := b.logger.WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition, "dir": dir, "reason": why})
+	if err != nil {
+		log.WithError(err).Error("partition directory not removed")
+		return
+	}
 	if topicID != "" {
 		raw, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
 		if errors.Is(err, os.ErrNotExist) {
@@ -384,29 +416,47 @@ func (b *Broker) liveHosts() *replica.LiveHosts {
 // for each partition this host leads and a follower for each it is a
 // replica of (while the leader's host is known), restart replicas whose
 // leader epoch or config changed, and stop (removing their logs) replicas
-// of deleted topics.
+// of deleted topics. At most MaxPartitionsPerHost replicas run
+// (admitReplicas).
 func (b *Broker) reconcile(ctx actor.Context) {
-	want := map[tp]bool{}
+	var candidates []tp
+	parts := map[tp]*messages.PartitionState{}
 	for _, t := range b.topics {
 		for _, p := range t.Partitions {
-			if !b.shouldRun(p) {
-				continue
+			if b.shouldRun(p) {
+				key := tp{t.Name, p.Partition}
+				candidates = append(candidates, key)
+				parts[key] = p
 			}
-			key := tp{t.Name, p.Partition}
-			want[key] = true
-			r, ok := b.replicas[key]
-			switch {
-			case b.stopping[key]:
-				// Spawned again once the old one has stopped.
-			case !ok:
-				b.spawnReplica(ctx, t, p)
-			case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
-				b.stopReplica(ctx, key, r.topicID != t.TopicId)
-			case r.partitionEpoch != p.PartitionEpoch:
-				// Same leadership, new ISR: the leader takes it in place.
-				r.partitionEpoch = p.PartitionEpoch
-				ctx.Send(r.pid, &replica.UpdateISR{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: append([]int32(nil), p.Isr...)})
-			}
+		}
+	}
+	admitted, refused := admitReplicas(candidates, func(key tp) bool {
+		_, ok := b.replicas[key]
+		return ok || b.stopping[key]
+	}, b.cfg.MaxPartitionsPerHost)
+	if refused != b.overCapacity {
+		b.overCapacity = refused
+		if refused > 0 {
+			b.logger.WithFields(logrus.Fields{"wanted": len(candidates), "running_at_most": b.cfg.MaxPartitionsPerHost, "not_started": refused}).
+				Error("the metadata gives this host more partition replicas than its capacity (from RLIMIT_NOFILE); the excess are not started")
+		}
+	}
+	want := map[tp]bool{}
+	for _, key := range admitted {
+		want[key] = true
+		t, p := b.topics[key.topic], parts[key]
+		r, ok := b.replicas[key]
+		switch {
+		case b.stopping[key]:
+			// Spawned again once the old one has stopped.
+		case !ok:
+			b.spawnReplica(ctx, t, p)
+		case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
+			b.stopReplica(ctx, key, r.topicID != t.TopicId)
+		case r.partitionEpoch != p.PartitionEpoch:
+			// Same leadership, new ISR: the leader takes it in place.
+			r.partitionEpoch = p.PartitionEpoch
+			ctx.Send(r.pid, &replica.UpdateISR{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: append([]int32(nil), p.Isr...)})
 		}
 	}
 	for key := range b.replicas {
@@ -457,8 +507,59 @@ func sameConfigs(a, b map[string]string) bool {
 	return true
 }
 
-func (b *Broker) partitionDir(key tp) string {
-	return filepath.Join(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
+// partitionDir is key's log directory, "<data dir>/<topic>-<partition>".
+// The name must be a local path (filepath.IsLocal: no "..", no separator
+// escaping) and the joined path must lie strictly inside the data dir;
+// otherwise it fails with errOutsideDataDir and nothing may be done there.
+// Metadata is validated before it gets here (topic names hold no
+// separators); this is the last line.
+func (b *Broker) partitionDir(key tp) (string, error) {
+	return confinedDir(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
+}
+
+// errOutsideDataDir: a partition directory would not be inside the data
+// dir.
+var errOutsideDataDir = errors.New("broker: partition directory outside the data dir")
+
+// confinedDir joins name to dataDir if name is a single local path element
+// and the result lies strictly inside dataDir.
+func confinedDir(dataDir, name string) (string, error) {
+	if !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) || name == "." {
+		return "", fmt.Errorf("%w: %q is not a local directory name", errOutsideDataDir, name)
+	}
+	base := filepath.Clean(dataDir)
+	dir := filepath.Join(base, name)
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == "." || !filepath.IsLocal(rel) || filepath.Dir(dir) != base {
+		return "", fmt.Errorf("%w: %q joined to %q gives %q", errOutsideDataDir, name, dataDir, dir)
+	}
+	return dir, nil
+}
+
+// admitReplicas caps the replicas this host runs at capacity: of
+// candidates (the replicas the metadata gives this host), those already
+// running come first, then the others in (topic, partition) order, so a
+// new topic never displaces a running replica and the choice does not
+// depend on map order. It returns the admitted keys, in that order, and
+// how many were refused. Pure.
+func admitReplicas(candidates []tp, running func(tp) bool, capacity int) ([]tp, int) {
+	sorted := slices.Clone(candidates)
+	slices.SortFunc(sorted, func(a, b tp) int {
+		ra, rb := running(a), running(b)
+		switch {
+		case ra && !rb:
+			return -1
+		case rb && !ra:
+			return 1
+		case a.topic != b.topic:
+			return strings.Compare(a.topic, b.topic)
+		}
+		return int(a.partition) - int(b.partition)
+	})
+	if len(sorted) <= capacity {
+		return sorted, 0
+	}
+	return sorted[:max(capacity, 0)], len(sorted) - max(capacity, 0)
 }
 
 func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) {
@@ -474,7 +575,11 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		log.WithError(err).Error("topic configs invalid; replica not started")
 		return
 	}
-	dir := b.partitionDir(key)
+	dir, err := b.partitionDir(key)
+	if err != nil {
+		log.WithError(err).Error("replica not started")
+		return
+	}
 	if err := b.claimDir(dir, t.TopicId); err != nil {
 		log.WithError(err).Error("cannot prepare partition directory; replica not started")
 		return
@@ -569,9 +674,10 @@ func (b *Broker) onReplicaStopped(ctx actor.Context, m replicaStopped) {
 }
 
 // removeStrayDirs deletes partition directories of topics that no longer
-// exist (deleted while this host was down). Called once, after the first
-// snapshot.
-func (b *Broker) removeStrayDirs() {
+// exist (deleted while this host was down), except those of topics whose
+// record is invalid (rejected: not acted on, so their data stays). Called
+// once, after the first snapshot.
+func (b *Broker) removeStrayDirs(rejected map[string]bool) {
 	entries, err := os.ReadDir(b.cfg.DataDir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -580,10 +686,14 @@ func (b *Broker) removeStrayDirs() {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || rejected[topicOfDir(e.Name())] {
 			continue
 		}
-		meta := filepath.Join(b.cfg.DataDir, e.Name(), partitionMetadataFile)
+		dir, err := confinedDir(b.cfg.DataDir, e.Name())
+		if err != nil {
+			continue
+		}
+		meta := filepath.Join(dir, partitionMetadataFile)
 		raw, err := os.ReadFile(meta)
 		if err != nil {
 			continue // not a partition directory of ours
@@ -597,7 +707,6 @@ func (b *Broker) removeStrayDirs() {
 			}
 			why = "partition reassigned away from this host"
 		}
-		dir := filepath.Join(b.cfg.DataDir, e.Name())
 		if err := os.RemoveAll(dir); err != nil {
 			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove stray partition directory")
 			continue
@@ -613,6 +722,19 @@ func (b *Broker) topicByID(id string) *messages.TopicMetadata {
 		}
 	}
 	return nil
+}
+
+// topicOfDir returns the topic part of a partition directory's name
+// ("<topic>-<partition>"), or "" when it has none.
+func topicOfDir(dir string) string {
+	i := strings.LastIndexByte(dir, '-')
+	if i < 0 {
+		return ""
+	}
+	if _, err := strconv.ParseUint(dir[i+1:], 10, 31); err != nil {
+		return ""
+	}
+	return dir[:i]
 }
 
 // partitionOfDir returns the partition of t whose directory is named dir

@@ -8,7 +8,11 @@
 // Admin requests (create/delete topic, add partitions, alter configs,
 // preferred leader elections in preferred.go, partition reassignments in
 // reassign.go) are validated here, then written to etcd; brokers follow
-// etcd and act.
+// etcd and act. Before anything is allocated, a topic's partition count
+// is held to cluster.MaxPartitionsPerTopic (INVALID_PARTITIONS); the
+// replicas it places must leave every host within MaxPartitionsPerHost
+// (POLICY_VIOLATION); internal topics are read-only to users
+// (internal.go).
 //
 // While elected, it also follows host liveness (liveness.go): when a
 // host's registration goes or comes back, it moves partition leadership
@@ -49,6 +53,12 @@ type Config struct {
 	// MaxReplicationFactor is the largest replication factor accepted
 	// (0: any, up to the number of live hosts).
 	MaxReplicationFactor int32
+	// MaxPartitionsPerHost is the most partition replicas a topic
+	// creation or partition addition may leave on any host (default
+	// cluster.HostPartitionCapacity(), from this process's RLIMIT_NOFILE:
+	// hosts are assumed to run with the same limit; each broker also
+	// enforces its own).
+	MaxPartitionsPerHost int
 	// LeaderImbalanceCheckInterval is how often the elected controller
 	// checks the leader balance and moves leadership back to preferred
 	// replicas (Kafka's leader.imbalance.check.interval.seconds; default
@@ -106,6 +116,9 @@ func New(cfg Config) actor.Actor {
 	}
 	if cfg.LeaderImbalancePerHostPercentage <= 0 {
 		cfg.LeaderImbalancePerHostPercentage = DefaultLeaderImbalancePerHostPercentage
+	}
+	if cfg.MaxPartitionsPerHost <= 0 {
+		cfg.MaxPartitionsPerHost = cluster.HostPartitionCapacity()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -377,13 +390,14 @@ func (c *Controller) createTopic(ctx context.Context, m *messages.CreateTopicReq
 }
 
 // newTopic validates a new topic, places its replicas on the live hosts
-// and stores it.
+// and stores it. Every bound is checked before the placement allocates
+// anything in proportion to the request.
 func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf int32, configs map[string]string) (*messages.TopicMetadata, error) {
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
-	if partitions < 1 {
-		return nil, fmt.Errorf("%w: %d partitions (need at least 1)", cluster.ErrInvalidPartitions, partitions)
+	if err := checkPartitionCount(partitions); err != nil {
+		return nil, err
 	}
 	if rf < 1 {
 		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, rf)
@@ -402,6 +416,9 @@ func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf i
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkCapacity(ctx, assign); err != nil {
+		return nil, err
+	}
 	t := &messages.TopicMetadata{Name: name, TopicId: cluster.NewTopicID(), Configs: configs, ReplicationFactor: rf}
 	for i, replicas := range assign {
 		t.Partitions = append(t.Partitions, newPartition(int32(i), replicas))
@@ -412,11 +429,34 @@ func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf i
 	return t, nil
 }
 
+// checkPartitionCount holds a requested partition count (a new topic's, or
+// a topic's new total) to 1..cluster.MaxPartitionsPerTopic.
+func checkPartitionCount(n int32) error {
+	if n < 1 || n > cluster.MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d partitions requested; a topic has 1 to %d", cluster.ErrInvalidPartitions, n, cluster.MaxPartitionsPerTopic)
+	}
+	return nil
+}
+
+// checkCapacity refuses (cluster.ErrPolicyViolation) an assignment that
+// would take a host past MaxPartitionsPerHost replicas, counting the
+// replicas every stored topic already places there.
+func (c *Controller) checkCapacity(ctx context.Context, assign [][]int32) error {
+	topics, _, err := c.cfg.Store.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	return cluster.CheckHostCapacity(cluster.ReplicaLoad(topics), assign, c.cfg.MaxPartitionsPerHost)
+}
+
 func newPartition(i int32, replicas []int32) *messages.PartitionState {
 	return &messages.PartitionState{Partition: i, Replicas: replicas, Leader: replicas[0], Isr: append([]int32(nil), replicas...)}
 }
 
 func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePartitionsRequest) (*messages.TopicMetadata, error) {
+	if err := checkPartitionCount(m.Total); err != nil {
+		return nil, err
+	}
 	t, rev, err := c.cfg.Store.GetTopic(ctx, m.Name)
 	if err != nil {
 		return nil, err
@@ -431,6 +471,9 @@ func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePar
 	}
 	assign, err := cluster.AssignReplicas(hosts, int(m.Total-have), int(t.ReplicationFactor), int(have))
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkCapacity(ctx, assign); err != nil {
 		return nil, err
 	}
 	for i, replicas := range assign {
@@ -476,6 +519,11 @@ func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicCon
 // codeFor maps a cluster error to the code a client gets.
 func codeFor(err error) messages.ErrorCode {
 	switch {
+	case errors.Is(err, cluster.ErrCorruptMetadata):
+		// A stored record is invalid: the fault is not the request's.
+		return messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR
+	case errors.Is(err, cluster.ErrPolicyViolation):
+		return messages.ErrorCode_ERROR_CODE_POLICY_VIOLATION
 	case errors.Is(err, cluster.ErrInvalidTopic), errors.Is(err, ErrInternalTopic):
 		return messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION
 	case errors.Is(err, cluster.ErrTopicExists):

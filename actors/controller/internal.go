@@ -3,7 +3,8 @@
 // Kafka creates __consumer_offsets on first use; the controller chooses
 // its replication factor and configs. Users may not create it themselves,
 // delete it, or add partitions to it (that would move groups to other
-// coordinators): INVALID_TOPIC_EXCEPTION.
+// coordinators): INVALID_TOPIC_EXCEPTION. Its configs are read-only to
+// users (retention.ms=1 would delete committed offsets): POLICY_VIOLATION.
 
 package controller
 
@@ -19,8 +20,9 @@ import (
 	"github.com/actorlog/actorlog/messages"
 )
 
-// ErrInternalTopic means an admin request would create, delete or
-// repartition an internal topic.
+// ErrInternalTopic means an admin request would create, delete,
+// repartition or reconfigure an internal topic. A refused config change
+// also wraps cluster.ErrPolicyViolation.
 var ErrInternalTopic = errors.New("controller: operation not allowed on an internal topic")
 
 // OffsetsTopicReplicationFactor is the offsets topic's replication factor
@@ -47,9 +49,13 @@ func OffsetsTopicConfigs() map[string]string {
 	}
 }
 
-// refuseInternal refuses user admin requests that would create, delete or
-// repartition an internal topic.
+// refuseInternal refuses user admin requests that would create, delete,
+// repartition or reconfigure an internal topic.
 func refuseInternal(msg proto.Message) error {
+	if m, ok := msg.(*messages.AlterTopicConfigsRequest); ok && messages.IsInternalTopic(m.Name) {
+		return fmt.Errorf("%w: %w: %s is internal: its configs are read-only (set by the cluster; a short retention would delete committed offsets)",
+			cluster.ErrPolicyViolation, ErrInternalTopic, m.Name)
+	}
 	var name, op string
 	switch m := msg.(type) {
 	case *messages.CreateTopicRequest:

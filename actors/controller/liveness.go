@@ -242,8 +242,8 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 		}
 		c.logger.WithError(err).WithFields(logrus.Fields{"topic": name, "attempt": attempt}).Debug("controller: topic changed meanwhile; re-reading")
 		t, rev, err = c.cfg.Store.GetTopic(ctx, name)
-		if errors.Is(err, cluster.ErrUnknownTopic) {
-			return nil
+		if errors.Is(err, cluster.ErrUnknownTopic) || errors.Is(err, cluster.ErrCorruptMetadata) {
+			return nil // deleted, or its record went bad (never acted on)
 		}
 		if err != nil {
 			return fmt.Errorf("controller: elect leaders of topic %q: %w", name, err)

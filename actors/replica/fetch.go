@@ -3,8 +3,17 @@
 // A FetchRequest asks for whole batches from fetch_offset, up to max_bytes
 // (the first batch is returned whole even if larger, so a consumer is never
 // stuck), below the high watermark. If fewer than min_bytes are available
-// and max_wait_ms > 0, the request is parked until enough data arrives or
-// the wait ends, then answered with what there is.
+// (and the byte limit did not cut the read short) and max_wait_ms > 0, the
+// request is parked until enough data arrives or the wait ends, then
+// answered with what there is.
+//
+// The server does not trust max_bytes: a consumer fetch is served with at
+// most Config.FetchMaxBytes (Kafka's fetch.max.bytes, 55 MiB), a follower
+// fetch with at most Config.ReplicaFetchResponseMaxBytes (Kafka's
+// replica.fetch.response.max.bytes, 10 MiB), whatever it asks. A request
+// names one partition, so the cap is per request and per partition alike.
+// The first batch still comes whole past the cap; the leader accepted it,
+// so it is at most the topic's max.message.bytes.
 //
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE, INVALID_FETCH_SIZE,
@@ -20,10 +29,35 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage/record"
 )
 
 // MaxFetchWait bounds max_wait_ms, so a client cannot park a request forever.
 const MaxFetchWait = 30 * time.Second
+
+// Server-side fetch caps: the defaults of Config.FetchMaxBytes and
+// Config.ReplicaFetchResponseMaxBytes.
+const (
+	// DefaultFetchMaxBytes is Kafka's broker fetch.max.bytes default
+	// (55 MiB): the most one consumer fetch returns (one 30-byte request
+	// asking 2^31-1 bytes got 105 MB before).
+	DefaultFetchMaxBytes = 57671680
+	// DefaultReplicaFetchResponseMaxBytes is Kafka's
+	// replica.fetch.response.max.bytes default (10 MiB): the most one
+	// follower fetch returns. Followers here ask ReplicaFetchMaxBytes.
+	DefaultReplicaFetchResponseMaxBytes = 10 << 20
+)
+
+// FetchLimit is the byte limit a fetch is served with: what it asks
+// (maxBytes), but at most consumerCap for a consumer (replicaID < 0) and
+// followerCap for a follower. Pure.
+func FetchLimit(replicaID, maxBytes int32, consumerCap, followerCap int) int {
+	limit := consumerCap
+	if replicaID >= 0 {
+		limit = followerCap
+	}
+	return min(int(max(maxBytes, 0)), limit)
+}
 
 type parkedFetch struct {
 	req    *messages.FetchRequest
@@ -55,14 +89,38 @@ func (r *Replica) read(req *messages.FetchRequest) (*messages.FetchResponse, boo
 	if req.ReplicaId >= 0 {
 		upTo = r.log.LogEndOffset()
 	}
-	res, err := r.log.Read(req.FetchOffset, int(req.MaxBytes), upTo)
+	limit := FetchLimit(req.ReplicaId, req.MaxBytes, r.cfg.FetchMaxBytes, r.cfg.ReplicaFetchResponseMaxBytes)
+	res, err := r.log.Read(req.FetchOffset, limit, upTo)
 	if err != nil {
 		return r.fetchError(req, codeFor(err), err.Error()), true
 	}
 	resp := r.fetchError(req, 0, "")
 	resp.Records = res.Records
 	resp.LogStartOffset = res.LogStartOffset
-	return resp, len(res.Records) > 0 && len(res.Records) >= int(req.MinBytes)
+	// A read the byte limit cut short meets min_bytes: waiting could not
+	// make the answer larger.
+	enough := len(res.Records) >= int(req.MinBytes) || readCutShort(res.Records, upTo)
+	return resp, len(res.Records) > 0 && enough
+}
+
+// readCutShort reports whether records (whole batches, as Log.Read
+// returns them) end before upTo, i.e. the byte limit and not the data
+// ended the read. It reads only the batches' length fields and the last
+// header.
+func readCutShort(records []byte, upTo int64) bool {
+	last := -1
+	for at := 0; at < len(records); {
+		n, err := record.FrameSize(records[at:])
+		if err != nil || n > len(records)-at {
+			return false
+		}
+		last, at = at, at+n
+	}
+	if last < 0 {
+		return false
+	}
+	h, err := record.ParseHeader(records[last:])
+	return err == nil && h.NextOffset() < upTo
 }
 
 func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {

@@ -65,6 +65,12 @@ type Config struct {
 	// RetentionCheckInterval is how often segments past retention are
 	// deleted (default DefaultRetentionCheckInterval).
 	RetentionCheckInterval time.Duration
+	// FetchMaxBytes caps what one consumer fetch returns, whatever it
+	// asks (default DefaultFetchMaxBytes, Kafka's fetch.max.bytes);
+	// ReplicaFetchResponseMaxBytes caps a follower fetch (default
+	// DefaultReplicaFetchResponseMaxBytes). The first batch is returned whole
+	// even past the cap (fetch.go).
+	FetchMaxBytes, ReplicaFetchResponseMaxBytes int
 	// Metrics receives per-request observations (optional).
 	Metrics Metrics
 	// Logger (logrus.StandardLogger when nil).
@@ -183,6 +189,12 @@ func newReplica(cfg Config) *Replica {
 	}
 	if cfg.ReplicaLagTimeMax <= 0 {
 		cfg.ReplicaLagTimeMax = DefaultReplicaLagTimeMax
+	}
+	if cfg.FetchMaxBytes <= 0 {
+		cfg.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if cfg.ReplicaFetchResponseMaxBytes <= 0 {
+		cfg.ReplicaFetchResponseMaxBytes = DefaultReplicaFetchResponseMaxBytes
 	}
 	r := &Replica{
 		cfg:     cfg,

@@ -424,7 +424,9 @@ func TestKeyedRecordsEndToEnd(t *testing.T) {
 
 func TestSIGKILLDuringAcks1Production(t *testing.T) {
 	dir := t.TempDir()
-	h := startHost(t, dir, freeBase(t))
+	// 64 KiB segments, so the kill lands after several rolls: below Kafka
+	// 4's 1 MiB minimum, allowed by the hidden test flag.
+	h := startHost(t, dir, freeBase(t), "--unsafe-min-segment-bytes", "65536")
 	h.mustCLI("", "topics", "create", "durable", "--partitions", "2", "--config", "segment.bytes=65536")
 	c := newClient(t, h.addr())
 	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_LEADER, Config: producer.Config{MaxInFlight: 1}})

@@ -26,6 +26,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var cfg host.Config
 	var hostID int
 	var endpoints, configFile string
+	var minSegmentBytes int64
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
@@ -50,6 +51,12 @@ command line wins over the environment, which wins over the file.`,
 			}
 			cfg.Logger = logger
 			cfg.HostID = int32(hostID)
+			if minSegmentBytes != cluster.MinSegmentBytes {
+				// A test escape hatch (hidden): small segments through
+				// topic configs cost three descriptors each.
+				cluster.SetMinSegmentBytes(minSegmentBytes)
+				logger.WithField("min_segment_bytes", cluster.CurrentMinSegmentBytes()).Warn("segment.bytes minimum changed by --unsafe-min-segment-bytes: for tests only")
+			}
 			if endpoints != "" {
 				if cfg.EtcdEndpoints, err = cluster.ParseEndpoints(endpoints); err != nil {
 					return fmt.Errorf("--etcd-endpoints: %w", err)
@@ -107,6 +114,11 @@ command line wins over the environment, which wins over the file.`,
 	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultConfig().MinSessionTimeout,
 		"the shortest session timeout a group member may ask for")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
+	// Hidden: tests that want many small segments through a topic config
+	// (e2e_test.go) lower Kafka 4's 1 MiB minimum of segment.bytes with
+	// it. Every host of a cluster needs the same value.
+	f.Int64Var(&minSegmentBytes, "unsafe-min-segment-bytes", cluster.MinSegmentBytes, "smallest segment.bytes accepted (tests only)")
+	_ = f.MarkHidden("unsafe-min-segment-bytes")
 	return cmd
 }
 

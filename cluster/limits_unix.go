@@ -1,0 +1,16 @@
+// limits_unix.go reads the process's descriptor limit on Unix systems.
+
+//go:build unix
+
+package cluster
+
+import "syscall"
+
+// descriptorLimit returns the soft RLIMIT_NOFILE of the process.
+func descriptorLimit() (uint64, bool) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, false
+	}
+	return uint64(lim.Cur), true // int64 on some systems
+}
