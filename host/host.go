@@ -57,6 +57,10 @@ type Config struct {
 	// HTTP is the /healthz and /metrics endpoint (default 127.0.0.1:7080;
 	// "off" disables it).
 	HTTP string
+	// PProf serves Go's profiles under /debug/pprof/ on the HTTP endpoint.
+	// Off by default: a CPU profile costs the host while it runs, and
+	// anyone who can reach the port could ask for one.
+	PProf bool
 	// EtcdClient and EtcdPeer are the embedded etcd member's URLs
 	// ("http://HOST:PORT", or "HOST:PORT"). Defaults: the peer URL from
 	// EtcdInitialCluster's entry for Name, else Listen's host with port
@@ -542,10 +546,12 @@ func lockDir(dir string) (*os.File, error) {
 func (h *Host) startHTTP() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(h.metrics.Registry, promhttp.HandlerOpts{}))
-	// Profiles, for finding where time goes (the HTTP port is loopback by default).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+	if h.cfg.PProf {
+		// Profiles, for finding where time goes (--pprof).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-h.reg.Done():

@@ -341,6 +341,12 @@ func (h *hostProc) consumeAll(topic string, n int) []consumed {
 
 func TestKeyedRecordsEndToEnd(t *testing.T) {
 	h := startHost(t, t.TempDir(), freeBase(t))
+	// Profiles are served only with --pprof.
+	if resp, err := http.Get("http://" + h.httpAddr() + "/debug/pprof/"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ without --pprof: %s", resp.Status)
+	}
 	h.mustCLI("", "topics", "create", "orders", "--partitions", "4")
 
 	// 1000 keyed records through the CLI ...

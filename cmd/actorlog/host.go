@@ -98,6 +98,7 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "./data", "directory for partition logs and metadata")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "address clients and other hosts connect to")
 	f.StringVar(&cfg.HTTP, "http", "127.0.0.1:7080", "address of /healthz and /metrics (\"off\" to disable)")
+	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
 	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")
 	f.StringVar(&cfg.EtcdClient, "etcd-client", "", "embedded etcd client address HOST:PORT (default --listen port+2)")
