@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,17 @@ func deniedFromWire(m any) bool {
 	return false
 }
 
+// allowedFromWire reports whether a message type may arrive from the
+// network at all: actorlog's own messages (package actorlog.messages, the
+// only ones its processes send each other, DESIGN §8) and protoactor's
+// DeadLetterResponse (the answer to a request for an actor that is gone).
+// Everything else protoactor would accept — its cluster's identity
+// activations (each starting a "prototopic" actor), gossip and pub-sub
+// messages, none of which actorlog uses — is refused.
+func allowedFromWire(name string) bool {
+	return strings.HasPrefix(name, "actorlog.") || name == "actor.DeadLetterResponse"
+}
+
 // typeVerdicts caches, per protobuf full name found in the registry,
 // reasonDeniedType or "" (allowed). Bounded by the registry's size.
 var typeVerdicts sync.Map
@@ -185,7 +197,7 @@ func checkTypeName(name string) string {
 		return reasonUnknownType
 	}
 	verdict := ""
-	if deniedFromWire(mt.New().Interface()) {
+	if deniedFromWire(mt.New().Interface()) || !allowedFromWire(name) {
 		verdict = reasonDeniedType
 	}
 	typeVerdicts.Store(name, verdict)

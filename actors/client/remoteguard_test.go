@@ -23,7 +23,8 @@ import (
 var metadataRequestName = string(proto.MessageName(&messages.MetadataRequest{}))
 
 // The deny list derived from the registry holds protoactor's system and
-// auto-receive messages that have protobuf names, and nothing ordinary.
+// auto-receive messages that have protobuf names; beyond it only
+// actorlog's messages and DeadLetterResponse are allowed from the wire.
 func TestDeniedTypeNames(t *testing.T) {
 	denied := deniedTypeNames()
 	t.Logf("deny list: %v", denied)
@@ -35,9 +36,15 @@ func TestDeniedTypeNames(t *testing.T) {
 			t.Errorf("checkTypeName(%s) = %q", name, got)
 		}
 	}
-	for _, name := range []string{"actor.PID", "actor.Touch", "actor.DeadLetterResponse", metadataRequestName} {
+	for _, name := range []string{"actor.DeadLetterResponse", metadataRequestName} {
 		if slices.Contains(denied, name) || checkTypeName(name) != "" {
 			t.Errorf("%s denied", name)
+		}
+	}
+	// Registered, harmless to protoactor, but not actorlog's: refused.
+	for _, name := range []string{"actor.PID", "actor.Touch"} {
+		if got := checkTypeName(name); got != reasonDeniedType {
+			t.Errorf("checkTypeName(%s) = %q, want refused (not an actorlog message)", name, got)
 		}
 	}
 	if got := checkTypeName("no.such.Type"); got != reasonUnknownType {

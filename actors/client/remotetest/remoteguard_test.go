@@ -43,18 +43,10 @@ type guardFixture struct {
 
 func newGuardFixture(t *testing.T) *guardFixture {
 	t.Helper()
-	// The guard logs to the standard logger (client.New passes none):
-	// capture it instead of printing.
-	std := logrus.StandardLogger()
-	out := std.Out
-	std.SetOutput(io.Discard)
-	f := &guardFixture{t: t, logs: logtest.NewLocal(std)}
-	t.Cleanup(func() {
-		std.ReplaceHooks(make(logrus.LevelHooks))
-		std.SetOutput(out)
-	})
+	// The guard logs to the client's logger: capture it.
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
+	f := &guardFixture{t: t, logs: logtest.NewLocal(quiet)}
 	c, err := client.New(client.Config{Bootstrap: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0", Logger: logrus.NewEntry(quiet)})
 	if err != nil {
 		t.Fatal(err)
