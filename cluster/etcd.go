@@ -42,6 +42,10 @@ const (
 	DefaultInitialClusterToken     = "actorlog"
 )
 
+// etcdSnapshotCount is how many raft entries an embedded member keeps
+// before it snapshots (see StartEtcd).
+const etcdSnapshotCount = 2000
+
 // EtcdConfig configures one embedded etcd member.
 type EtcdConfig struct {
 	// Name is the member's name, unique in the etcd cluster. Required.
@@ -178,6 +182,13 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	ec.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zlog.Named("etcd-server"))
 	ec.EnableGRPCGateway = false
+	// Snapshot the (tiny) metadata store every etcdSnapshotCount raft
+	// entries instead of etcd's 10000: until a snapshot, every entry stays
+	// in the member's memory and in the WAL a restarted member replays, so
+	// memory grows with every metadata change (a host kill makes a few
+	// dozen) until then. A snapshot of a few hundred kilobytes is cheap.
+	ec.SnapshotCount = etcdSnapshotCount
+	ec.SnapshotCatchUpEntries = etcdSnapshotCount / 2
 	if cfg.CompactionRetention > 0 {
 		ec.AutoCompactionMode = embed.CompactorModePeriodic
 		ec.AutoCompactionRetention = cfg.CompactionRetention.String()
