@@ -406,6 +406,12 @@ func (c *Consumer) updateLeader(ctx actor.Context, p *partState) {
 		c.refreshLater(ctx)
 		return
 	}
+	if pm.LeaderEpoch > p.epoch {
+		// A fetch in flight went to the old leader incarnation: the broker
+		// restarts a replica for every new leader epoch, and what sat in
+		// the old actor's mailbox is dropped unanswered. Fetch again now.
+		p.inFlight = 0
+	}
 	p.leader, p.epoch = pid, pm.LeaderEpoch
 	c.advance(ctx, p)
 }
@@ -582,6 +588,12 @@ func (c *Consumer) setPosition(p *partState, offset int64) {
 	c.book.seek(p.tp, offset)
 }
 
+// fetchAnswerTimeout bounds how long past its long-poll wait a fetch may go
+// unanswered before it is sent again (at most the request timeout): a
+// fetch lost with a restarted leader replica would otherwise stall the
+// partition for the whole request timeout. A late answer is ignored.
+const fetchAnswerTimeout = 3 * time.Second
+
 func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 	if p.leader == nil || p.fetchPos < 0 || p.inFlight != 0 || p.busy || p.paused || p.revoking || p.failed || c.closing != nil {
 		return
@@ -599,7 +611,7 @@ func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 		MaxBytes: c.cfg.MaxBytes, MinBytes: c.cfg.MinBytes, MaxWaitMs: int32(c.cfg.MaxWait.Milliseconds()),
 		CurrentLeaderEpoch: p.epoch, ReplicaId: -1, LastFetchedEpoch: -1, CorrelationId: c.corr,
 	})
-	after(ctx, c.cfg.MaxWait+c.conn.RequestTimeout(), fetchDeadline{tp: p.tp, corr: c.corr})
+	after(ctx, c.cfg.MaxWait+min(c.conn.RequestTimeout(), fetchAnswerTimeout), fetchDeadline{tp: p.tp, corr: c.corr})
 }
 
 func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {

@@ -172,6 +172,7 @@ type inflight struct {
 	id     BatchID
 	tp     TopicPartition
 	leader *actor.PID
+	epoch  int32 // the leader epoch it was sent under
 	sentAt time.Time
 }
 
@@ -432,6 +433,7 @@ func (p *producerActor) onMetadata(ctx actor.Context, now time.Time, m metadataR
 			leaderless = true
 		}
 	}
+	p.retryMovedInflight(ctx, now, m.topic, tm)
 	waiting := tm.waiting
 	tm.waiting = nil
 	for _, w := range waiting {
@@ -540,6 +542,26 @@ type endpointGone struct{ address string }
 // flight to a host whose connection ended.
 func (p *producerActor) onEndpointGone(ctx actor.Context, now time.Time, address string) {
 	p.retryInflight(ctx, now, func(leader *actor.PID) bool { return leader.Address == address })
+}
+
+// retryMovedInflight retries at once the in-flight batches of topic whose
+// partition now has a newer leader epoch than they were sent under. The
+// broker restarts a replica for every new leader epoch (same PID, new
+// actor), and a request that reached the old actor's mailbox is dropped
+// unanswered when it stops: waiting for the request timeout would stall
+// the partition (an idempotent producer's later batches cannot be
+// appended past the missing sequence). An answer that does come for the
+// old send is ignored, and an idempotent leader recognises the resent
+// batch if it was appended after all (Kafka's sender likewise fails the
+// requests of a connection that closes).
+func (p *producerActor) retryMovedInflight(ctx actor.Context, now time.Time, topic string, tm *topicMeta) {
+	for corr, f := range p.inflight {
+		if f.tp.Topic != topic || int(f.tp.Partition) >= len(tm.partitions) || tm.partitions[f.tp.Partition].LeaderEpoch <= f.epoch {
+			continue
+		}
+		delete(p.inflight, corr)
+		p.deliver(ctx, p.core.Accumulator.Retry(f.id, now, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER.Err("the partition has a new leader epoch")))
+	}
 }
 
 // retryInflight retries the in-flight batches whose leader matches.
@@ -679,6 +701,6 @@ func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
 		p.deliver(ctx, p.core.Accumulator.Complete(b.ID, -1, nil))
 		return
 	}
-	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, sentAt: now}
+	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, epoch: epoch, sentAt: now}
 	ctx.Request(leader, req)
 }

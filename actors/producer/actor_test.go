@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ type fakeCluster struct {
 	topic   string
 	leaders []*actor.PID
 	failIDs int
+	epoch   atomic.Int32 // every partition's leader epoch
 
 	mu      sync.Mutex
 	idCalls int
@@ -39,9 +42,12 @@ type fakeCluster struct {
 
 func (c *fakeCluster) Metadata(_ context.Context, topics ...string) (*messages.MetadataResponse, error) {
 	tm := &messages.TopicMetadataResponse{Name: c.topic}
-	for i, pid := range c.leaders {
+	c.mu.Lock()
+	leaders := slices.Clone(c.leaders)
+	c.mu.Unlock()
+	for i, pid := range leaders {
 		tm.Partitions = append(tm.Partitions, &messages.PartitionMetadata{
-			Partition: int32(i), LeaderAddress: pid.Address, ReplicaActorId: pid.Id,
+			Partition: int32(i), LeaderAddress: pid.Address, ReplicaActorId: pid.Id, LeaderEpoch: c.epoch.Load(),
 		})
 	}
 	if len(topics) != 1 || topics[0] != c.topic {
@@ -294,5 +300,44 @@ func TestActorNewProducerIDAfterFencing(t *testing.T) {
 	l.checkExactlyOnce(t, "partition 0", ok)
 	if c := h.cluster.calls(); c != 2 {
 		t.Errorf("InitProducerID called %d times, want 2", c)
+	}
+}
+
+// A request lost with the leader replica's old incarnation (the broker
+// restarts a replica for every new leader epoch; what sat in the old
+// actor's mailbox is dropped) is sent again as soon as the metadata shows
+// the new epoch, not after the request timeout.
+func TestActorResendsInflightOnNewLeaderEpoch(t *testing.T) {
+	h := newActorHarness(t, 1, leaderFaults{lose: 100}, 0, Config{RequestTimeout: 20 * time.Second, Linger: -1})
+	// The first leader appends and never answers (its actor is going away).
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	props, err := ActorProps(ActorConfig{Cluster: h.cluster, Config: Config{RequestTimeout: 20 * time.Second, Linger: -1},
+		MetadataMaxAge: 100 * time.Millisecond, Logger: logrus.NewEntry(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.system.Root.Spawn(props)
+	done := make(chan Delivered, 2)
+	h.system.Root.Send(p, &Send{Topic: "t", Partition: 0, Value: []byte("a"), Callback: func(d Delivered) { done <- d }})
+	time.Sleep(300 * time.Millisecond) // sent to the first leader, lost
+	// The partition gets a new leader epoch, led by a well-behaved actor.
+	good := &fakeLeader{t: t, log: newFakeLog(), rnd: rand.New(rand.NewPCG(1, 1))}
+	h.cluster.mu.Lock()
+	h.cluster.leaders[0] = h.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return good }))
+	h.cluster.mu.Unlock()
+	h.cluster.epoch.Store(1)
+	start := time.Now()
+	// The next send finds the metadata old and refreshes it.
+	h.system.Root.Send(p, &Send{Topic: "t", Partition: 0, Value: []byte("b"), Callback: func(d Delivered) { done <- d }})
+	for i := 0; i < 2; i++ {
+		select {
+		case d := <-done:
+			if d.Err != nil {
+				t.Fatalf("delivery: %v", d.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a record sent before the leader epoch changed waited for its request timeout (%v so far)", time.Since(start))
+		}
 	}
 }

@@ -25,6 +25,14 @@ const (
 	ReplicaFetchWait     = 500 * time.Millisecond
 	replicaBackoffMin    = 50 * time.Millisecond
 	replicaBackoffMax    = time.Second
+	// replicaRequestTimeout bounds a follower's request beyond the
+	// leader's long-poll wait. A request that reaches the leader's host
+	// while the broker restarts that replica (a new leader epoch: same
+	// PID, new actor) sits in the old actor's mailbox and is dropped
+	// unanswered when it stops; with a 10 s bound the partition's high
+	// watermark then stood still that long after the leader change (the
+	// 4 s write pauses of a rolling restart, ended only by the next one).
+	replicaRequestTimeout = 2 * time.Second
 )
 
 // The follower's steps carry the incarnation of the replica actor that
@@ -77,7 +85,7 @@ func (r *Replica) onTruncateStep(ctx actor.Context, m truncateStep) {
 	}
 	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
 		CurrentLeaderEpoch: r.epoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
-	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, 10*time.Second), func(res any, err error) {
+	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, replicaRequestTimeout), func(res any, err error) {
 		if r.log == nil {
 			return
 		}
@@ -130,7 +138,7 @@ func (r *Replica) onFetchStep(ctx actor.Context, m fetchStep) {
 	req := &messages.FetchRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition, FetchOffset: r.log.LogEndOffset(),
 		MaxBytes: ReplicaFetchMaxBytes, MinBytes: 1, MaxWaitMs: int32(ReplicaFetchWait / time.Millisecond),
 		CurrentLeaderEpoch: r.epoch, ReplicaId: r.cfg.Self, LogStartOffset: r.log.LogStartOffset(), LastFetchedEpoch: last}
-	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, ReplicaFetchWait+10*time.Second), func(res any, err error) {
+	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, ReplicaFetchWait+replicaRequestTimeout), func(res any, err error) {
 		if r.log == nil {
 			return
 		}
