@@ -1,7 +1,7 @@
 // config.go: the per-partition log configuration (Kafka's topic-level
 // segment.bytes, segment.ms, retention.ms, retention.bytes,
-// max.message.bytes, producer.id.expiration.ms, flush policy), its defaults
-// and its validation.
+// max.message.bytes, producer.id.expiration.ms, flush policy, and the
+// inflation limit of compressed batches), its defaults and its validation.
 
 package storage
 
@@ -25,6 +25,13 @@ const (
 	DefaultMaxMessageBytes      = 1 << 20
 	DefaultIndexIntervalBytes   = 4096
 	DefaultProducerIDExpiration = 24 * time.Hour
+	// DefaultInflationFactor is how many times max.message.bytes the
+	// records of a compressed batch may inflate to by default: 64, so
+	// 64 MiB for the default 1 MiB, which record.MaxInflatedBytes caps.
+	// Text and JSON compress 5 to 20 times; highly repetitive data more,
+	// and a batch beyond the limit is refused as MESSAGE_TOO_LARGE (a
+	// Kafka producer splits it and retries).
+	DefaultInflationFactor = 64
 )
 
 // FlushMode says when the log fsyncs appended data.
@@ -89,6 +96,14 @@ type Config struct {
 	RetentionBytes int64
 	// MaxMessageBytes is the largest batch accepted (max.message.bytes).
 	MaxMessageBytes int
+	// MaxInflatedBytes is the most the records of one compressed batch
+	// may inflate to: Append inflates every compressed batch to check its
+	// records and refuses one beyond this (a decompression bomb, or a
+	// batch no reader would decode) before inflating the rest. Default
+	// DefaultInflationFactor × MaxMessageBytes, at most
+	// record.MaxInflatedBytes (64 MiB, what readers decode); it may not be
+	// set above that.
+	MaxInflatedBytes int
 	// IndexIntervalBytes is how many log bytes lie between two sparse
 	// index entries (index.interval.bytes).
 	IndexIntervalBytes int
@@ -131,6 +146,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if c.MaxInflatedBytes == 0 && c.MaxMessageBytes > 0 {
+		c.MaxInflatedBytes = int(min(int64(c.MaxMessageBytes)*DefaultInflationFactor, record.MaxInflatedBytes))
+	}
 	if c.IndexIntervalBytes == 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes
 	}
@@ -155,6 +173,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: producer.id.expiration.ms %v must be at least 1ms", ErrInvalidConfig, c.ProducerIDExpiration)
 	case c.MaxMessageBytes < record.HeaderSize || c.MaxMessageBytes > math.MaxInt32-record.LogOverhead:
 		return c, fmt.Errorf("%w: max.message.bytes %d out of range", ErrInvalidConfig, c.MaxMessageBytes)
+	case c.MaxInflatedBytes < 1 || c.MaxInflatedBytes > record.MaxInflatedBytes:
+		return c, fmt.Errorf("%w: max inflated bytes %d must be in [1, %d]", ErrInvalidConfig, c.MaxInflatedBytes, record.MaxInflatedBytes)
 	case c.IndexIntervalBytes < 0:
 		return c, fmt.Errorf("%w: index.interval.bytes %d must not be negative", ErrInvalidConfig, c.IndexIntervalBytes)
 	case c.Flush.Mode == FlushInterval && c.Flush.Interval <= 0:

@@ -431,17 +431,29 @@ func (l *Log) fail(err error) error {
 	return l.writeErr
 }
 
-// parallelValidateBytes is the batch size from which Append checks a
-// batch's CRC and record framing on another core while it writes the batch,
-// publishing it only once both succeed. Below it the check runs first.
+// parallelValidateBytes is the batch size from which Append checks an
+// uncompressed batch's CRC and records on another core while it writes the
+// batch, publishing it only once both succeed. Below it the check runs
+// first.
 const parallelValidateBytes = 128 << 10
 
 // Append validates one producer batch, assigns it the next offsets and the
 // leader epoch (written into the header in place: batch is modified) and
-// appends it. A refused batch leaves the log as it was: for a large batch
-// whose body is checked during its write, the bytes written are cut off
-// again before anything is published, and recovery re-checks any such
-// frame a crash leaves behind.
+// appends it.
+//
+// Validation is Kafka's LogValidator's: the header (length, magic, record
+// count against the last offset delta, codec), the CRC32C, and every record
+// parsed (record.CheckRecords), a compressed batch's inflated as a stream
+// of at most Config.MaxInflatedBytes. A refused batch wraps ErrInvalidBatch
+// and the record package's reason (record.ErrUndecodable for a compressed
+// body that is no valid stream of its codec); one whose records inflate
+// beyond the limit also wraps ErrRecordTooLarge and record.ErrTooLarge.
+//
+// A refused batch leaves the log as it was: for a large uncompressed batch
+// whose records are checked during its write, the bytes written are cut
+// off again before anything is published, and recovery re-checks any such
+// frame a crash leaves behind. A compressed batch is checked before it is
+// written, since recovery does not inflate.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if len(batch) > l.cfg.MaxMessageBytes {
 		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(batch), l.cfg.MaxMessageBytes)
@@ -455,14 +467,15 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err := l.checkWritable(); err != nil {
 		return AppendInfo{}, err
 	}
-	// The body check overlaps the write unless the batch rolls the segment
-	// (a roll must not happen for a batch that turns out bad) or its CRC is
-	// about to be rewritten for LogAppendTime.
+	// The body check overlaps the write unless the batch is compressed,
+	// rolls the segment (a roll must not happen for a batch that turns out
+	// bad) or its CRC is about to be rewritten for LogAppendTime.
 	parallel := len(batch) >= parallelValidateBytes && !l.cfg.LogAppendTime &&
+		h.Compression() == record.CompressionNone &&
 		!l.shouldRoll(l.segs[len(l.segs)-1], &h, len(batch))
 	if !parallel {
-		if err := record.ValidateBody(batch, &h); err != nil {
-			return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		if err := l.checkRecords(batch, &h); err != nil {
+			return AppendInfo{}, err
 		}
 	}
 	if h.ProducerID >= 0 {
@@ -489,7 +502,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	var check func() error
 	if parallel {
 		hc := h
-		check = func() error { return record.ValidateBody(batch, &hc) }
+		check = func() error { return l.checkRecords(batch, &hc) }
 	}
 	if err := l.appendLocked(batch, &h, check); err != nil {
 		return AppendInfo{}, err
@@ -503,14 +516,29 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	return info, nil
 }
 
+// checkRecords is Append's check of a batch's body (record.CheckRecords),
+// its error wrapping ErrInvalidBatch and, for records that inflate beyond
+// MaxInflatedBytes, ErrRecordTooLarge. It reads only l.cfg, so it may run
+// on another goroutine during the write.
+func (l *Log) checkRecords(batch []byte, h *record.Header) error {
+	err := record.CheckRecords(batch, h, l.cfg.MaxInflatedBytes)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, record.ErrTooLarge):
+		return fmt.Errorf("%w: %w (its records inflate beyond %d bytes): %w", ErrInvalidBatch, ErrRecordTooLarge, l.cfg.MaxInflatedBytes, err)
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+}
+
 // duplicateInfo answers a retried batch with its original's offsets,
 // writing nothing. A large batch whose body check was to overlap its write
 // is checked first, so a damaged retry is refused rather than acknowledged.
 // Caller holds mu.
 func (l *Log) duplicateInfo(batch []byte, h *record.Header, orig BatchMetadata, unchecked bool) (AppendInfo, error) {
 	if unchecked {
-		if err := record.ValidateBody(batch, h); err != nil {
-			return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		if err := l.checkRecords(batch, h); err != nil {
+			return AppendInfo{}, err
 		}
 	}
 	info := AppendInfo{FirstOffset: orig.FirstOffset, LastOffset: orig.LastOffset, MaxTimestamp: orig.Timestamp, LogAppendTime: -1, Duplicate: true}
@@ -568,9 +596,9 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 
 // appendLocked writes one batch whose header h is final, rolling first if
 // needed. With check set, check runs on another goroutine while the batch is
-// written; if it fails the written bytes are cut off and nothing is
-// published. The batch's leader epoch is recorded before it becomes
-// visible. Caller holds mu.
+// written; if it fails the written bytes are cut off, nothing is published
+// and check's error is returned as it is. The batch's leader epoch is
+// recorded before it becomes visible. Caller holds mu.
 func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) error {
 	s := l.segs[len(l.segs)-1]
 	if l.shouldRoll(s, h, len(batch)) {
@@ -601,7 +629,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 		if werr != nil {
 			return l.fail(fmt.Errorf("write segment %d at %d: %w", s.base, pos, werr))
 		}
-		return fmt.Errorf("%w: %w", ErrInvalidBatch, checkErr)
+		return checkErr
 	}
 	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
 		return l.fail(err)

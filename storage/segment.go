@@ -266,14 +266,19 @@ func checkScanned(frame []byte, h *record.Header, at int64, verify bool, visit f
 }
 
 // verifyFrame is the check recovery applies to a frame: magic, CRC32C and,
-// for uncompressed batches, the record framing — what Append checks, since a
-// crash can leave behind a large batch whose check was still running.
+// for uncompressed batches, every record parsed — what Append checks, since
+// a crash can leave behind a large uncompressed batch whose check was still
+// running. Compressed batches are not inflated: Append checks them fully
+// before writing them.
 func verifyFrame(frame []byte, h *record.Header) error {
 	if h.Magic != record.Magic {
 		return fmt.Errorf("%w: magic %d", record.ErrMagic, h.Magic)
 	}
 	if h.LastOffsetDelta < 0 {
 		return fmt.Errorf("%w: negative last offset delta %d", record.ErrCorrupt, h.LastOffsetDelta)
+	}
+	if h.Compression() == record.CompressionNone {
+		return record.CheckRecords(frame, h, 0)
 	}
 	return record.ValidateBody(frame, h)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -121,7 +122,8 @@ type Config struct {
 	OnOutOfRange OutOfRangePolicy
 	// OnError, if set, is told of errors the consumer recovers from (leader
 	// moves, timeouts, rebalances) and of unrecoverable ones (wrapping
-	// ErrOffsetOutOfRange or ErrGroupFatal). It runs inside the actor.
+	// ErrOffsetOutOfRange, ErrCorruptBatch or ErrGroupFatal). It runs
+	// inside the actor.
 	OnError func(error)
 	// MetadataMaxAge is how often metadata is refreshed without errors
 	// (default DefaultMetadataMaxAge).
@@ -193,6 +195,44 @@ type Cluster interface {
 // ErrOffsetOutOfRange is reported (under the Fail policy) when a partition's
 // position is outside its log.
 var ErrOffsetOutOfRange = errors.New("consumer: offset out of range")
+
+// ErrCorruptBatch is matched by the *CorruptBatchError a partition stops
+// with when a fetched batch cannot be decoded.
+var ErrCorruptBatch = errors.New("consumer: undecodable record batch")
+
+// CorruptBatchError is reported to OnError (and logged at error level)
+// when a batch fetched from a partition cannot be decoded: its CRC fails,
+// its compressed records are no valid stream, or its records are
+// malformed. Retrying would read the same bytes again, so the partition
+// stops there, as under the Fail out-of-range policy: the records before
+// Offset were delivered, nothing at or after it is, and a Seek (past the
+// batch, to NextOffset, accepting the loss; or anywhere else) moves it on.
+// Errors.Is matches it with ErrCorruptBatch and with the record package's
+// reason (record.ErrUndecodable, record.ErrChecksum, record.ErrCorrupt,
+// record.ErrTooLarge).
+type CorruptBatchError struct {
+	Partition TopicPartition
+	// Offset is the first offset not delivered: the batch's, or that of
+	// its first record that did not decode.
+	Offset int64
+	// NextOffset is the offset after the batch by its header, -1 when the
+	// header itself failed its checks (CRC, length, magic).
+	NextOffset int64
+	Err        error
+}
+
+// Error names the partition, the offsets and the reason.
+func (e *CorruptBatchError) Error() string {
+	next := "unknown"
+	if e.NextOffset >= 0 {
+		next = strconv.FormatInt(e.NextOffset, 10)
+	}
+	return fmt.Sprintf("consumer: undecodable record batch in %s at offset %d (the batch ends before offset %s); the partition stops there: %v",
+		e.Partition, e.Offset, next, e.Err)
+}
+
+// Unwrap returns ErrCorruptBatch and the decoding error.
+func (e *CorruptBatchError) Unwrap() []error { return []error{ErrCorruptBatch, e.Err} }
 
 // ErrConfig wraps configuration errors.
 var ErrConfig = errors.New("consumer: invalid config")

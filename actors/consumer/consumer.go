@@ -21,6 +21,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,7 +86,8 @@ type partState struct {
 	paused         bool
 	// revoking: being revoked or closed; fetched no more.
 	revoking bool
-	// failed: stopped by the Fail out-of-range policy.
+	// failed: stopped by the Fail out-of-range policy or at an
+	// undecodable batch, until a Seek.
 	failed bool
 }
 
@@ -651,9 +653,10 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	}
 	msgs, next, epoch, err := decode(resp, p.fetchPos)
 	if err != nil {
-		c.report(fmt.Errorf("consumer: decode %s at %d: %w", p.tp, p.fetchPos, err))
-		after(ctx, c.cfg.RetryBackoff, retryFetch{tp: p.tp})
-		return
+		// Fetching again would read the same bytes: stop the partition
+		// at the batch, once the records before it are handed over.
+		p.failed = true
+		defer c.reportCorrupt(p, err)
 	}
 	p.fetchPos = next
 	if len(msgs) == 0 {
@@ -694,19 +697,37 @@ func (c *Consumer) onIdle(ctx actor.Context, p *partState) {
 	}
 }
 
+// reportCorrupt reports p's undecodable batch at error level, and to
+// OnError.
+func (c *Consumer) reportCorrupt(p *partState, err error) {
+	fields := logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition, "offset": p.fetchPos}
+	if ce := (*CorruptBatchError)(nil); errors.As(err, &ce) {
+		fields["offset"], fields["next_offset"] = ce.Offset, ce.NextOffset
+	}
+	c.logger.WithFields(fields).WithError(err).Error("consumer: undecodable record batch; the partition stops until a Seek")
+	if c.cfg.OnError != nil {
+		c.cfg.OnError(err)
+	}
+}
+
 // decode returns the records at or after from, the next position, and the
-// leader epoch of the last batch.
+// leader epoch of the last batch. At the first batch (or record) that does
+// not decode it stops: it returns the records before it, the position of
+// the first record not returned, and a *CorruptBatchError. A trailing
+// partial batch (a fetch may end with one) is no error.
 func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, error) {
 	var out []Message
 	next, epoch := from, int32(-1)
+	tp := TopicPartition{resp.Topic, resp.Partition}
 	var rec record.Record
-	for sc := record.Batches(resp.Records); sc.Next(); {
+	sc := record.Batches(resp.Records)
+	for sc.Next() {
 		h := sc.Header()
 		// A reader per batch: records of a compressed batch alias the
 		// reader's buffer, which the next Reset would overwrite.
 		var br record.BatchReader
-		if err := br.Reset(sc.Batch(), 64<<20); err != nil {
-			return nil, next, epoch, err
+		if err := br.Reset(sc.Batch(), record.MaxInflatedBytes); err != nil {
+			return out, next, epoch, &CorruptBatchError{Partition: tp, Offset: next, NextOffset: h.NextOffset(), Err: err}
 		}
 		for br.Next(&rec) {
 			if rec.Offset < from || h.Control() {
@@ -718,12 +739,16 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 				m.Headers = append([]record.RecordHeader(nil), rec.Headers...)
 			}
 			out = append(out, m)
+			next, epoch = rec.Offset+1, h.LeaderEpoch
 		}
 		if err := br.Err(); err != nil {
-			return nil, next, epoch, err
+			return out, next, epoch, &CorruptBatchError{Partition: tp, Offset: next, NextOffset: h.NextOffset(), Err: err}
 		}
 		next = max(next, h.NextOffset())
 		epoch = h.LeaderEpoch
+	}
+	if err := sc.Err(); err != nil {
+		return out, next, epoch, &CorruptBatchError{Partition: tp, Offset: next, NextOffset: -1, Err: err}
 	}
 	return out, next, epoch, nil
 }
@@ -754,5 +779,6 @@ func (c *Consumer) onSeek(ctx actor.Context, m *Seek) {
 	}
 	c.setPosition(p, m.Offset)
 	p.resolving = false
+	p.failed = false // stopped by the Fail policy or an undecodable batch: the new position may be fine
 	c.fetch(ctx, p)
 }

@@ -2,7 +2,7 @@
 // one actor system without a remote: fakeCluster (the Cluster seam:
 // metadata, coordinator lookup, offsets, commits), fakeLeader (the leader
 // replicas of a topic's partitions: long-poll fetches and ListOffsets over
-// in-memory logs) and fakeCoordinator (a group coordinator driving the
+// in-memory logs, which may hold an undecodable batch) and fakeCoordinator (a group coordinator driving the
 // pure membership core, actors/group, with the wall clock, pushing
 // RebalanceStarted hints to the member actors its requests name, and an
 // offset store that checks commits with it). Faults are injected per request
@@ -12,6 +12,7 @@ package consumer
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -292,17 +293,26 @@ func (l *fakeLeader) answer(ctx actor.Context, h *heldFetch, final bool) {
 		resp.ErrorCode = messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
 	case req.FetchOffset < int64(len(log)):
 		end := min(len(log), int(req.FetchOffset)+50)
-		var recs []record.Record
-		for _, v := range log[req.FetchOffset:end] {
-			recs = append(recs, record.Record{Value: []byte(v)})
+		bad := slices.Index(log[req.FetchOffset:end], corruptValue)
+		if bad >= 0 {
+			end = int(req.FetchOffset) + bad
 		}
-		batch, err := record.BuildBatch(record.CompressionNone, recs...)
-		if err != nil {
-			panic(err)
+		if end > int(req.FetchOffset) {
+			var recs []record.Record
+			for _, v := range log[req.FetchOffset:end] {
+				recs = append(recs, record.Record{Value: []byte(v)})
+			}
+			batch, err := record.BuildBatch(record.CompressionNone, recs...)
+			if err != nil {
+				panic(err)
+			}
+			record.SetBaseOffset(batch, req.FetchOffset)
+			record.SetLeaderEpoch(batch, l.epoch)
+			resp.Records = batch
 		}
-		record.SetBaseOffset(batch, req.FetchOffset)
-		record.SetLeaderEpoch(batch, l.epoch)
-		resp.Records = batch
+		if bad >= 0 {
+			resp.Records = append(resp.Records, undecodableBatch(int64(end), l.epoch)...)
+		}
 	case !final:
 		l.held = append(l.held, h)
 		self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -310,6 +320,26 @@ func (l *fakeLeader) answer(ctx actor.Context, h *heldFetch, final bool) {
 		return
 	}
 	ctx.Send(h.sender, resp)
+}
+
+// corruptValue, appended to a fake leader's log, is served as a batch of
+// one record that no reader can decode (undecodableBatch).
+const corruptValue = "\x00undecodable"
+
+// undecodableBatch is a zstd batch of one record at offset whose
+// compressed body is garbage under a valid CRC: what a producer could
+// append before leaders checked compressed batches.
+func undecodableBatch(offset int64, epoch int32) []byte {
+	good, err := record.BuildBatch(record.CompressionZstd, record.Record{Value: []byte("lost")})
+	if err != nil {
+		panic(err)
+	}
+	b := append(good[:record.HeaderSize:record.HeaderSize], "this is not a zstd frame, whatever its CRC says"...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-record.LogOverhead))
+	binary.BigEndian.PutUint32(b[17:], record.Checksum(b))
+	record.SetBaseOffset(b, offset)
+	record.SetLeaderEpoch(b, epoch)
+	return b
 }
 
 // coordFaults makes a fakeCoordinator refuse requests: each count is how

@@ -16,6 +16,14 @@
 // MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, KAFKA_STORAGE_ERROR,
 // OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH.
 //
+// The log checks every record of the batch, as Kafka's LogValidator does
+// (storage.Log.Append): a batch with a bad CRC, or whose compressed records
+// are no valid stream of its codec, is CORRUPT_MESSAGE; one whose records
+// break a rule (count, offset deltas, lengths, bytes after the last) is
+// INVALID_RECORD; one larger than max.message.bytes, or whose records
+// inflate beyond the log's limit (a decompression bomb), is
+// MESSAGE_TOO_LARGE. Nothing of a refused batch is written.
+//
 // Idempotent batches (producer id >= 0) are checked against the producer's
 // state in the log: a retry of one of the producer's last five batches is
 // answered with the original batch's offsets and not written again; a gap
@@ -24,6 +32,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +40,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -83,7 +93,7 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 	if code == 0 {
 		info, err := r.log.Append(req.Records, r.epoch)
 		if err != nil {
-			code, msg = codeFor(err), err.Error()
+			code, msg = appendCode(err), err.Error()
 			r.logger.WithError(err).WithField("code", code).Debug("produce refused")
 		} else {
 			resp.BaseOffset = info.FirstOffset
@@ -124,6 +134,17 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 		}
 	}
 	ctx.Respond(resp)
+}
+
+// appendCode is the error code of a refused append: codeFor's, but for a
+// batch whose compressed records cannot be decoded at all, which is
+// CORRUPT_MESSAGE (Kafka's code for a batch it cannot read) rather than the
+// INVALID_RECORD of a batch whose records break a rule.
+func appendCode(err error) messages.ErrorCode {
+	if errors.Is(err, storage.ErrInvalidBatch) && errors.Is(err, record.ErrUndecodable) && !errors.Is(err, storage.ErrRecordTooLarge) {
+		return messages.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	}
+	return codeFor(err)
 }
 
 // parkProduce holds an acks=all answer until the high watermark passes

@@ -5,7 +5,9 @@
 // before giving partitions up); on SIGINT/SIGTERM, --max-messages or
 // --timeout it commits what it printed and leaves the group (a static
 // member, --group-instance-id, stays in it, so a restart within the
-// session timeout gets its partitions back without a rebalance).
+// session timeout gets its partitions back without a rebalance). A batch
+// that cannot be decoded ends it with an error (exit status 1) naming the
+// partition and offset, after the records before it were printed.
 
 package main
 
@@ -240,9 +242,19 @@ func (p *printer) handle(msgs []consumer.Message) {
 	}
 }
 
-// onError passes unrecoverable consumer errors to run.
+// onError passes unrecoverable consumer errors to run: an offset out of
+// range under --offset, a refusal by the group, a failed write, and a batch
+// that cannot be decoded (the consumer stops that partition; consume exits
+// non-zero rather than wait on it forever, after printing the records
+// before it, and says how to read past it).
 func (p *printer) onError(err error) {
-	if errors.Is(err, consumer.ErrOffsetOutOfRange) || errors.Is(err, consumer.ErrGroupFatal) || strings.HasPrefix(err.Error(), "write output") {
+	var ce *consumer.CorruptBatchError
+	if errors.As(err, &ce) && ce.NextOffset >= 0 {
+		err = fmt.Errorf("%w (the records before it were printed; to read past it: consume %s --partition %d --offset %d)",
+			err, ce.Partition.Topic, ce.Partition.Partition, ce.NextOffset)
+	}
+	if errors.Is(err, consumer.ErrOffsetOutOfRange) || errors.Is(err, consumer.ErrGroupFatal) || errors.Is(err, consumer.ErrCorruptBatch) ||
+		strings.HasPrefix(err.Error(), "write output") {
 		select {
 		case p.fatal <- err:
 		default:

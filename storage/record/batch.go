@@ -245,10 +245,9 @@ func CheckFrame(b []byte) (Header, error) {
 // record, the last offset delta agrees with the record count, the codec is
 // known, and (for uncompressed batches) the records' length prefixes tile the
 // record area exactly recordCount times. It does not parse the inside of each
-// record (ValidateRecords does) nor inflate compressed record areas: record
-// contents are the consumer's to decode, and a full parse would cost more
-// than the write itself for large batches of small records. Validate
-// allocates nothing.
+// record (ValidateRecords does) nor inflate compressed record areas;
+// ValidateFull and CheckRecords, the broker's append check, do both.
+// Validate allocates nothing.
 func Validate(b []byte) (Header, error) {
 	h, err := ValidateHeader(b)
 	if err != nil {

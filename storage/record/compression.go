@@ -58,8 +58,9 @@ func Compress(c Compression, dst, src []byte) ([]byte, error) {
 // dst and returns the extended slice. At most maxSize bytes are appended:
 // input that would inflate further fails with an error wrapping ErrTooLarge,
 // and memory use stays within a small multiple of maxSize whatever src
-// claims. Malformed input fails with an error wrapping ErrCorrupt (and the
-// codec's own error). On error the returned slice is dst, unextended.
+// claims. Malformed input fails with an error wrapping ErrUndecodable, and
+// so ErrCorrupt (and the codec's own error). On error the returned slice is
+// dst, unextended.
 //
 // Snappy input may be xerial framed (as the Java producer writes it) or a
 // raw snappy block (as franz-go's non-streaming compressor writes it).
@@ -70,7 +71,7 @@ func Decompress(c Compression, dst, src []byte, maxSize int) ([]byte, error) {
 		return dst, fmt.Errorf("record: %s decompress: negative size limit %d", c, maxSize)
 	}
 	if c != CompressionNone && len(src) == 0 {
-		return dst, fmt.Errorf("record: %s decompress: %w: no compressed data", c, ErrCorrupt)
+		return dst, fmt.Errorf("record: %s decompress: %w: no compressed data", c, ErrUndecodable)
 	}
 	var (
 		out []byte
@@ -100,13 +101,13 @@ func Decompress(c Compression, dst, src []byte, maxSize int) ([]byte, error) {
 	return out, nil
 }
 
-// corrupt wraps a codec library's error so that it matches ErrCorrupt while
-// keeping the library's message and identity.
+// corrupt wraps a codec library's error so that it matches ErrUndecodable
+// (and so ErrCorrupt) while keeping the library's message and identity.
 func corrupt(err error) error {
 	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	return fmt.Errorf("%w: %w", ErrUndecodable, err)
 }
 
 // appendWriter is an io.Writer appending to a slice; pooled with a codec
@@ -339,12 +340,12 @@ func decodeXerial(dst, src []byte, maxSize int) ([]byte, error) {
 	var total int
 	for rem := src; len(rem) > 0; {
 		if len(rem) < 4 {
-			return dst, fmt.Errorf("%w: xerial block length truncated", ErrCorrupt)
+			return dst, fmt.Errorf("%w: xerial block length truncated", ErrUndecodable)
 		}
 		size := binary.BigEndian.Uint32(rem)
 		rem = rem[4:]
 		if uint64(size) > uint64(len(rem)) {
-			return dst, fmt.Errorf("%w: xerial block of %d bytes, %d left", ErrCorrupt, size, len(rem))
+			return dst, fmt.Errorf("%w: xerial block of %d bytes, %d left", ErrUndecodable, size, len(rem))
 		}
 		l, err := s2.DecodedLen(rem[:size])
 		if err != nil {

@@ -1,6 +1,6 @@
-// This file holds the fuzz test of the decoders: Validate, CheckFrame,
-// Records, BatchReader and Batches on arbitrary input, checking invariants
-// rather than outputs.
+// This file holds the fuzz test of the decoders: Validate, ValidateFull,
+// CheckFrame, Records, BatchReader and Batches on arbitrary input, checking
+// invariants rather than outputs.
 
 package record
 
@@ -111,6 +111,31 @@ func checkDecoders(t *testing.T, in []byte) {
 		}
 		if verr == nil && rerr == nil && len(recs) != int(vh.RecordCount) {
 			t.Fatalf("ValidateRecords count %d, Records %d", vh.RecordCount, len(recs))
+		}
+
+		// The append path's record parser agrees with the readers'.
+		for _, b := range [][]byte{in, in[min(len(in), HeaderSize):]} {
+			r, n, perr := parseRecord(b)
+			ts, od, sn, serr := skimRecord(b)
+			if (perr == nil) != (serr == nil) || (perr == nil && (n != sn || r.tsDelta != ts || r.offDelta != od)) {
+				t.Fatalf("parseRecord: %d bytes, %v; skimRecord: %d bytes, %v", n, perr, sn, serr)
+			}
+		}
+
+		// The leader's full check accepts only what every reader decodes.
+		if fh, err := ValidateFull(in, fuzzLimit); err == nil {
+			if rerr != nil {
+				t.Fatalf("ValidateFull passed, Records failed: %v", rerr)
+			}
+			if len(recs) != int(fh.RecordCount) {
+				t.Fatalf("ValidateFull count %d, Records %d", fh.RecordCount, len(recs))
+			}
+			if _, err := Validate(in); err != nil {
+				t.Fatalf("ValidateFull passed, Validate failed: %v", err)
+			}
+		} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrShortBuffer) && !errors.Is(err, ErrChecksum) &&
+			!errors.Is(err, ErrMagic) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrEmptyBatch) {
+			t.Fatalf("ValidateFull error matches no sentinel: %v", err)
 		}
 
 		// The iterator agrees with Records.

@@ -182,14 +182,29 @@ func (w *walker) next() (r rawRecord, ok bool, err error) {
 	if err != nil {
 		return r, false, fmt.Errorf("record %d: %w", w.n, err)
 	}
-	if d := int64(r.offDelta); d <= w.prevDelta || d > int64(w.lastDelta) {
-		return r, false, fmt.Errorf("%w: record %d: offset delta %d after %d (last offset delta %d)",
-			ErrCorrupt, w.n, d, w.prevDelta, w.lastDelta)
+	if err := w.accept(r.offDelta); err != nil {
+		return r, false, err
 	}
-	w.prevDelta = int64(r.offDelta)
 	w.area = w.area[size:]
-	w.n++
 	return r, true, nil
+}
+
+// accept counts a record with offset delta d as the next one after
+// checking d: strictly above the previous record's, at most the last
+// offset delta.
+func (w *walker) accept(d int32) error {
+	if int64(d) <= w.prevDelta || d > w.lastDelta {
+		return w.deltaError(d)
+	}
+	w.prevDelta = int64(d)
+	w.n++
+	return nil
+}
+
+// deltaError is accept's error, apart so that accept stays small.
+func (w *walker) deltaError(d int32) error {
+	return fmt.Errorf("%w: record %d: offset delta %d after %d (last offset delta %d)",
+		ErrCorrupt, w.n, d, w.prevDelta, w.lastDelta)
 }
 
 // checkRecords validates every record of an uncompressed records area.
