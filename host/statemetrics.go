@@ -1,7 +1,8 @@
 // statemetrics.go: figures read at scrape time that show state a long-lived
 // host could accumulate across many failures — protoactor's member list,
 // block list and gossip state, and the metadata store's revision, database
-// size and leases — and what the remote guard refused, so an operator
+// size and leases — and what the remote guard refused, and the internal
+// requests refused for not coming from a host, so an operator
 // (and the long fault runs) can see growth before it hurts. The etcd figures come from one Status and one
 // Leases call, bounded by a short timeout; a scrape that cannot reach etcd
 // leaves them out and counts the failure.
@@ -18,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/cluster"
 )
 
 // stateScrapeTimeout bounds the etcd calls of one scrape.
@@ -33,6 +35,7 @@ type stateCollector struct {
 	etcdRevision, etcdDBSize, etcdDBInUse *prometheus.Desc
 	etcdLeases                            *prometheus.Desc
 	guard                                 *prometheus.Desc
+	internalRefused                       *prometheus.Desc
 	scrapeErrors                          prometheus.Counter
 }
 
@@ -49,6 +52,8 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 		etcdLeases:    d("actorlog_etcd_leases", "Leases granted in the metadata store (host registrations, controller sessions, ...)."),
 		guard: prometheus.NewDesc("actorlog_remote_refused_total",
 			"What the remote guard refused on the actor remote's port since start, by kind (client.RemoteGuardStats).", []string{"kind"}, nil),
+		internalRefused: prometheus.NewDesc("actorlog_internal_requests_refused_total",
+			"Internal requests (follower fetch, AlterPartition, ControlledShutdown, ...) refused since start because they did not come from the registered host they must come from, by kind (cluster.InternalRefusals).", []string{"kind"}, nil),
 		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "actorlog_state_scrape_errors_total", Help: "Scrapes that could not read the metadata store's status.",
 		}),
@@ -57,7 +62,7 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 
 // Describe implements prometheus.Collector.
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases, s.guard} {
+	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases, s.guard, s.internalRefused} {
 		ch <- d
 	}
 	s.scrapeErrors.Describe(ch)
@@ -70,6 +75,9 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for kind, v := range map[string]uint64{"dropped_batches": g.DroppedBatches, "dropped_envelopes": g.DroppedEnvelopes,
 		"skipped_messages": g.SkippedMessages, "rejected_streams": g.RejectedStreams, "rejected_calls": g.RejectedCalls, "panics": g.Panics} {
 		ch <- prometheus.MustNewConstMetric(s.guard, prometheus.CounterValue, float64(v), kind)
+	}
+	for kind, v := range cluster.InternalRefusals() {
+		ch <- prometheus.MustNewConstMetric(s.internalRefused, prometheus.CounterValue, float64(v), kind)
 	}
 	if c := s.cluster(); c != nil {
 		if c.MemberList != nil {

@@ -626,7 +626,9 @@ func (x *AlterTopicConfigsRequest) GetCorrelationId() int64 {
 // Error codes: TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION,
 // INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
 // INVALID_CONFIG, REQUEST_TIMED_OUT, STALE_CONTROLLER_EPOCH (the controller
-// lost its authority mid-request; retry), UNKNOWN_SERVER_ERROR.
+// lost its authority mid-request; retry), UNKNOWN_SERVER_ERROR,
+// CLUSTER_AUTHORIZATION_FAILED (a CreateOffsetsTopicRequest not sent from a
+// registered host).
 type AdminResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
@@ -807,7 +809,9 @@ func (x *AlterPartitionRequest) GetCorrelationId() int64 {
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH (the leader
 // was replaced), INVALID_UPDATE_VERSION (the partition changed since),
 // INELIGIBLE_REPLICA (a proposed member is not a live replica),
-// NOT_CONTROLLER, REQUEST_TIMED_OUT.
+// NOT_CONTROLLER, REQUEST_TIMED_OUT, CLUSTER_AUTHORIZATION_FAILED (not sent
+// from the registered address of the host named as leader_id). partition is
+// set only on success.
 type AlterPartitionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
@@ -943,7 +947,9 @@ func (x *ControlledShutdownRequest) GetCorrelationId() int64 {
 
 // ControlledShutdownResponse answers ControlledShutdownRequest.
 //
-// Error codes: STALE_BROKER_EPOCH, NOT_CONTROLLER, REQUEST_TIMED_OUT.
+// Error codes: STALE_BROKER_EPOCH, NOT_CONTROLLER, REQUEST_TIMED_OUT,
+// CLUSTER_AUTHORIZATION_FAILED (not sent from the registered address of the
+// host named as host_id).
 type ControlledShutdownResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`

@@ -29,6 +29,7 @@ func TestErrorCodeRetriable(t *testing.T) {
 		{ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS, true},
 		{ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND, true},
 		{ErrorCode_ERROR_CODE_INVALID_REQUIRED_ACKS, false},
+		{ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, false},
 		{ErrorCode_ERROR_CODE_INVALID_TIMESTAMP, false},
 		{ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS, false},
 		{ErrorCode_ERROR_CODE_INVALID_PARTITIONS, false},

@@ -250,7 +250,10 @@ func (x *EpochEndOffset) GetEndOffset() int64 {
 //   - ERROR_CODE_FENCED_LEADER_EPOCH, ERROR_CODE_UNKNOWN_LEADER_EPOCH;
 //   - ERROR_CODE_INVALID_FETCH_SIZE, ERROR_CODE_INVALID_REQUEST;
 //   - ERROR_CODE_CORRUPT_MESSAGE (the leader found a bad batch on disk);
-//   - ERROR_CODE_KAFKA_STORAGE_ERROR, ERROR_CODE_UNKNOWN_SERVER_ERROR.
+//   - ERROR_CODE_KAFKA_STORAGE_ERROR, ERROR_CODE_UNKNOWN_SERVER_ERROR;
+//   - ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED: a follower fetch (replica_id
+//     >= 0) not sent from the registered address of that replica's host; no
+//     other field is set.
 type FetchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The request's correlation_id.

@@ -351,7 +351,10 @@ func (x *OffsetForLeaderEpochRequest) GetCorrelationId() int64 {
 //   - ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION;
 //   - ERROR_CODE_NOT_LEADER_OR_FOLLOWER;
 //   - ERROR_CODE_FENCED_LEADER_EPOCH, ERROR_CODE_UNKNOWN_LEADER_EPOCH;
-//   - ERROR_CODE_KAFKA_STORAGE_ERROR, ERROR_CODE_UNKNOWN_SERVER_ERROR.
+//   - ERROR_CODE_KAFKA_STORAGE_ERROR, ERROR_CODE_UNKNOWN_SERVER_ERROR;
+//   - ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED: a follower's request
+//     (replica_id >= 0) not sent from the registered address of that
+//     replica's host; leader_epoch and end_offset are -1.
 type OffsetForLeaderEpochResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The request's correlation_id.

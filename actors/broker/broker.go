@@ -321,6 +321,8 @@ func (b *Broker) onSnapshot(ctx actor.Context, s metadataSnapshot) {
 	}
 	b.reconcile(ctx)
 	b.updateCoordinatorTopics(ctx)
+	// A watch that started over may have missed host changes too.
+	b.sendLiveHosts(ctx)
 	// A watch that started over may have missed a reassignment away.
 	for name, t := range b.topics {
 		if o := old[name]; o != nil && o.TopicId == t.TopicId {
@@ -398,18 +400,33 @@ func (b *Broker) onHostChanged(ctx actor.Context, m hostChanged) {
 	// Followers of a leader whose host just became known can start now,
 	// and leaders stop waiting for followers on hosts that went.
 	b.reconcile(ctx)
+	b.sendLiveHosts(ctx)
+}
+
+// sendLiveHosts tells every running replica the registered hosts (one
+// message for all: replicas only read it).
+func (b *Broker) sendLiveHosts(ctx actor.Context) {
+	live := b.liveHosts()
 	for _, r := range b.replicas {
-		ctx.Send(r.pid, b.liveHosts())
+		ctx.Send(r.pid, live)
 	}
 }
 
-// liveHosts is the registered host set, for the leader replicas.
+// liveHosts is the registered host set, for the leader replicas, with the
+// hosts' advertised addresses, against which the replicas check who sends
+// follower requests.
 func (b *Broker) liveHosts() *replica.LiveHosts {
 	live := make(map[int32]bool, len(b.hosts))
 	for id := range b.hosts {
 		live[id] = true
 	}
-	return &replica.LiveHosts{Live: live}
+	return &replica.LiveHosts{Live: live, Addresses: b.hostAddresses()}
+}
+
+// hostAddresses maps the registered hosts' ids to their advertised
+// addresses (a new map).
+func (b *Broker) hostAddresses() map[int32]string {
+	return cluster.HostAddresses(slices.Collect(maps.Values(b.hosts)))
 }
 
 // reconcile makes the running replicas match the metadata: spawn a leader
@@ -597,7 +614,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
 		Self:              b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
-		Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
+		Hosts: b.hostAddresses(), Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
 	}), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {
 		log.WithError(err).Error("cannot spawn replica")

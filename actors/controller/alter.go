@@ -5,7 +5,9 @@
 // changed the partition since (its partition epoch), and every member is a
 // live replica. Brokers learn the result from the metadata, as everything
 // else. An ISR that takes in the last replica a reassignment waits for
-// completes the reassignment in the same write (reassign.go).
+// completes the reassignment in the same write (reassign.go). Only the
+// host named as the leader may propose (senders.go), and a refusal
+// carries no partition state.
 
 package controller
 
@@ -63,6 +65,9 @@ func ApplyAlterPartition(p *messages.PartitionState, req *messages.AlterPartitio
 
 // onAlterPartition commits (or refuses) a leader's ISR proposal.
 func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPartitionRequest) {
+	if !c.authorizeInternal(ctx, req) {
+		return
+	}
 	if c.fence == nil {
 		c.forward(ctx, req, req.CorrelationId)
 		return
@@ -83,8 +88,13 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 		p := t.Partitions[req.Partition]
 		before := proto.Clone(t).(*messages.TopicMetadata)
 		changed, code, msg := ApplyAlterPartition(p, req, c.electionLive())
-		if code != 0 || !changed {
-			resp.ErrorCode, resp.ErrorMessage, resp.Partition = code, msg, p
+		if code != 0 {
+			// A refusal carries no partition state.
+			resp.ErrorCode, resp.ErrorMessage = code, msg
+			break
+		}
+		if !changed {
+			resp.Partition = p
 			break
 		}
 		// The new ISR may hold every replica a reassignment waits for.

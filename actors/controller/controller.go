@@ -18,6 +18,10 @@
 // host's registration goes or comes back, it moves partition leadership
 // (elect.go) and writes the new leaders, ISRs and epochs.
 //
+// The internal requests (ControlledShutdown, AlterPartition,
+// CreateOffsetsTopic) are accepted only from hosts (senders.go), checked
+// before a standby forwards them.
+//
 // Threading: the campaign and the host watch run on their own goroutines
 // and only post messages; all state is owned by the actor. Admin requests
 // and leader elections block the actor on etcd for at most
@@ -96,6 +100,10 @@ type Controller struct {
 	watchCancel  context.CancelFunc // stops the host watch
 	watchDone    chan struct{}      // closed when the host watch goroutine ends
 	retryPending bool               // a retryReconcile is scheduled
+
+	// hosts caches the host registrations for the sender checks of
+	// internal requests (senders.go).
+	hosts hostCache
 }
 
 // Props returns the controller's props.
@@ -253,6 +261,9 @@ func (c *Controller) closeElection(el *cluster.Election) {
 type correlated interface{ GetCorrelationId() int64 }
 
 func (c *Controller) onAdmin(ctx actor.Context, msg proto.Message) {
+	if !c.authorizeInternal(ctx, msg) { // CreateOffsetsTopicRequest
+		return
+	}
 	corr := msg.(correlated).GetCorrelationId()
 	if c.fence == nil {
 		c.forward(ctx, msg, corr)

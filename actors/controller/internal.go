@@ -5,6 +5,7 @@
 // delete it, or add partitions to it (that would move groups to other
 // coordinators): INVALID_TOPIC_EXCEPTION. Its configs are read-only to
 // users (retention.ms=1 would delete committed offsets): POLICY_VIOLATION.
+// Only hosts may ask for it (senders.go): CLUSTER_AUTHORIZATION_FAILED.
 
 package controller
 

@@ -24,6 +24,10 @@ func register(t *testing.T, s *cluster.Store, id int32) *cluster.Registration {
 	return clustertest.Register(t, s, id, 17000+int(id))
 }
 
+// hostAddr is the advertised address register gives host id: requests
+// sent from it (clustertest.RequestAs) come from that host.
+func hostAddr(id int32) string { return clustertest.HostAddress(17000 + int(id)) }
+
 // spawnController starts a controller actor on s in its own actor system
 // and stops it at cleanup (or earlier, through the returned func).
 func spawnController(t *testing.T, s *cluster.Store, maxRF int32) (*actor.ActorSystem, *actor.PID, func()) {
@@ -37,6 +41,7 @@ func spawnControllerWith(t *testing.T, cfg controller.Config) (*actor.ActorSyste
 	t.Helper()
 	cfg.Logger = clustertest.Logger(t)
 	sys := actor.NewActorSystem()
+	clustertest.RouteFakeSenders(sys)
 	pid := sys.Root.Spawn(controller.Props(cfg))
 	stopped := false
 	stop := func() {

@@ -30,9 +30,22 @@ type response interface {
 // fails the test.
 func ask[T response](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, req proto.Message) T {
 	t.Helper()
+	return askAs[T](t, sys, pid, "", req)
+}
+
+// askAs is ask with req sent from address from (clustertest.RequestAs;
+// "": from sys itself, i.e. from the controller's own host).
+func askAs[T response](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, from string, req proto.Message) T {
+	t.Helper()
 	var resp T
 	clustertest.WaitFor(t, 15*time.Second, func() error {
-		res, err := sys.Root.RequestFuture(pid, req, 5*time.Second).Result()
+		var res any
+		var err error
+		if from == "" {
+			res, err = sys.Root.RequestFuture(pid, req, 5*time.Second).Result()
+		} else {
+			res, err = clustertest.RequestAs(sys, pid, from, req, 5*time.Second)
+		}
 		if err != nil {
 			return err
 		}
@@ -85,8 +98,9 @@ func preferredLeadersMoved(t *testing.T, s *cluster.Store, sys *actor.ActorSyste
 	for _, p := range created.Partitions {
 		clustertest.WaitFor(t, 10*time.Second, func() error {
 			cur := leaders(t, s, "events", nil).Partitions[p.Partition]
-			res, err := sys.Root.RequestFuture(pid, &messages.AlterPartitionRequest{Topic: "events", Partition: p.Partition,
-				LeaderId: cur.Leader, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewIsr: []int32{2, 1}}, 5*time.Second).Result()
+			// From the leader's host: only it may propose.
+			res, err := clustertest.RequestAs(sys, pid, hostAddr(cur.Leader), &messages.AlterPartitionRequest{Topic: "events", Partition: p.Partition,
+				LeaderId: cur.Leader, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewIsr: []int32{2, 1}}, 5*time.Second)
 			if err != nil {
 				return err
 			}

@@ -101,7 +101,7 @@ func TestReassignPartition(t *testing.T) {
 	}
 
 	// The leader's proposal that takes the new replica in completes it.
-	alter := ask[*messages.AlterPartitionResponse](t, sys, pid, &messages.AlterPartitionRequest{Topic: "events", Partition: 0,
+	alter := askAs[*messages.AlterPartitionResponse](t, sys, pid, hostAddr(leader), &messages.AlterPartitionRequest{Topic: "events", Partition: 0,
 		LeaderId: leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewIsr: append(slices.Clone(p.Isr), third)})
 	done := alter.Partition
 	if !slices.Equal(done.Replicas, []int32{third, follower}) || len(done.AddingReplicas)+len(done.RemovingReplicas) != 0 ||

@@ -3,7 +3,8 @@
 // replicas and to take it out of every ISR (Kafka's controlled shutdown),
 // so producers and consumers switch leaders before the host goes, not a
 // lease TTL after. Until the host's registration ends, the controller
-// treats it as not live for elections.
+// treats it as not live for elections. Only the host itself may ask
+// (senders.go); its broker epoch must be the registered one.
 
 package controller
 
@@ -32,6 +33,9 @@ func (c *Controller) electionLive() map[int32]bool {
 }
 
 func (c *Controller) onControlledShutdown(ctx actor.Context, req *messages.ControlledShutdownRequest) {
+	if !c.authorizeInternal(ctx, req) {
+		return
+	}
 	if c.fence == nil {
 		c.forward(ctx, req, req.CorrelationId)
 		return

@@ -57,6 +57,7 @@ func startReplica(t *testing.T, sys *actor.ActorSystem, dir string, epoch int32,
 	pid, err := sys.Root.SpawnNamed(replica.Props(replica.Config{
 		Topic: messages.OffsetsTopic, Partition: partition, Dir: dir, LeaderEpoch: epoch, Self: 1,
 		Replicas: isr, ISR: isr, Internal: true, Logger: clustertest.Logger(t),
+		Hosts: map[int32]string{2: "nonhost"}, // host 2's fetches come from this actor system
 	}), "replica") // one name, as the broker's: a restarted replica has the same PID
 	if err != nil {
 		t.Fatalf("spawn replica: %v", err)

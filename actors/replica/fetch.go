@@ -15,9 +15,14 @@
 // The first batch still comes whole past the cap; the leader accepted it,
 // so it is at most the topic's max.message.bytes.
 //
+// A follower fetch (replica_id >= 0) is served only from the follower's
+// own host (senders.go); otherwise it is refused first, with
+// CLUSTER_AUTHORIZATION_FAILED and no offsets or epochs.
+//
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE, INVALID_FETCH_SIZE,
-// CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER (stopping).
+// CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER (stopping),
+// CLUSTER_AUTHORIZATION_FAILED.
 
 package replica
 
@@ -28,6 +33,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -125,6 +131,13 @@ func readCutShort(records []byte, upTo int64) bool {
 
 func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 	start := time.Now()
+	if req.ReplicaId >= 0 && !r.fromFollower(ctx, req.ReplicaId) {
+		// Before anything that could answer with offsets or epochs.
+		r.refuseFollower(ctx, cluster.RefusedFollowerFetch, req.ReplicaId)
+		r.reply(ctx, ctx.Sender(), &messages.FetchResponse{CorrelationId: req.CorrelationId, Topic: req.Topic, Partition: req.Partition,
+			ErrorCode: messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, ErrorMessage: followerRefusal(req.ReplicaId)}, start)
+		return
+	}
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
 	if code == 0 && (req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0) {
 		code, msg = messages.ErrorCode_ERROR_CODE_INVALID_FETCH_SIZE, "max_bytes, min_bytes and max_wait_ms must not be negative"

@@ -47,7 +47,7 @@ func TestFetchIsCappedWhateverItAsks(t *testing.T) {
 	h.pid = h.system.Root.Spawn(Props(Config{
 		Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet(),
 		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, // the high watermark follows the leader alone
-		FetchMaxBytes: consumerCap, ReplicaFetchResponseMaxBytes: followerCap,
+		FetchMaxBytes: consumerCap, ReplicaFetchResponseMaxBytes: followerCap, Hosts: inProcessFollower,
 	}))
 	t.Cleanup(h.stop)
 	small := len(batch(t, 20, "x"))

@@ -18,6 +18,11 @@ import (
 	"github.com/actorlog/actorlog/storage"
 )
 
+// inProcessFollower is the host registry of a leader whose follower, host
+// 2, runs in the same actor system: its requests come from protoactor's
+// local address.
+var inProcessFollower = map[int32]string{2: "nonhost"}
+
 // pair is a leader (host 1) and a follower (host 2) of partition t-0.
 type pair struct {
 	t                *testing.T
@@ -31,7 +36,7 @@ func startPair(t *testing.T, leaderDir, followerDir string, epoch int32) *pair {
 	p := &pair{t: t, system: system}
 	p.leader = &harness{t: t, system: system, dir: leaderDir}
 	p.leader.pid = system.Root.Spawn(Props(Config{Topic: "t", Partition: 0, Dir: leaderDir, LeaderEpoch: epoch, Logger: quiet(),
-		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinInsyncReplicas: 2}))
+		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinInsyncReplicas: 2, Hosts: inProcessFollower}))
 	p.follower = &harness{t: t, system: system, dir: followerDir}
 	p.follower.pid = system.Root.Spawn(Props(Config{Topic: "t", Partition: 0, Dir: followerDir, LeaderEpoch: epoch, Logger: quiet(),
 		Self: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinInsyncReplicas: 2, Follow: p.leader.pid}))

@@ -34,9 +34,12 @@ func (r *Replica) onISRCheck() {
 	}
 }
 
-// onLiveHosts marks the followers on hosts that are not registered as not
-// eligible for the ISR.
+// onLiveHosts takes the registered hosts' addresses, and marks the
+// followers on hosts that are not registered as not eligible for the ISR.
 func (r *Replica) onLiveHosts(ctx actor.Context, m *LiveHosts) {
+	if m.Addresses != nil {
+		r.hosts = m.Addresses
+	}
 	if r.leader == nil {
 		return
 	}

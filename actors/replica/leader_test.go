@@ -42,7 +42,7 @@ func startLeader(t *testing.T, props *proposals, lag time.Duration) *harness {
 	h.pid = h.system.Root.Spawn(Props(Config{
 		Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet(),
 		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, PartitionEpoch: 5, MinInsyncReplicas: 2,
-		ReplicaLagTimeMax: lag, ProposeISR: props.add,
+		ReplicaLagTimeMax: lag, ProposeISR: props.add, Hosts: inProcessFollower,
 	}))
 	t.Cleanup(h.stop)
 	return h
@@ -101,7 +101,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 	}
 
 	// A non-replica fetching as a follower, and a stale epoch, are refused.
-	if f := h.followerFetch(7, 0, -1); f.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+	if f := h.followerFetch(7, 0, -1); f.ErrorCode != messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED {
 		t.Fatalf("replica 7: %v", f.ErrorCode)
 	}
 	stale := h.request(&messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: 8, MaxBytes: 1 << 20, CurrentLeaderEpoch: 2, ReplicaId: 2}).(*messages.FetchResponse)

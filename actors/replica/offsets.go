@@ -12,13 +12,17 @@
 // CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR.
 //
 // OffsetForLeaderEpoch (KIP-101/279): the largest epoch <= the requested one
-// and where it ended, from the leader-epoch checkpoint.
+// and where it ended, from the leader-epoch checkpoint. A follower's request
+// (replica_id >= 0) is answered only on the follower's own host's behalf
+// (senders.go): otherwise CLUSTER_AUTHORIZATION_FAILED, with epoch and
+// offset -1.
 
 package replica
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -69,6 +73,12 @@ func (r *Replica) onOffsetForLeaderEpoch(ctx actor.Context, req *messages.Offset
 		Partition:     req.Partition,
 		LeaderEpoch:   -1,
 		EndOffset:     -1,
+	}
+	if req.ReplicaId >= 0 && !r.fromFollower(ctx, req.ReplicaId) {
+		r.refuseFollower(ctx, cluster.RefusedOffsetForLeaderEpoch, req.ReplicaId)
+		resp.ErrorCode, resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, followerRefusal(req.ReplicaId)
+		ctx.Respond(resp)
+		return
 	}
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
 	if code == 0 {

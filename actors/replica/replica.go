@@ -1,9 +1,10 @@
 // Package replica is the partition replica actor: the only writer of one
 // partition's log. As leader it takes produce requests, serves fetches (with
 // long polling) and answers list-offsets; followers (the replication issue)
-// pull from it. The actor is a thin shell: the log does the storage work,
-// and the protocol decisions that need no I/O live in plain functions and
-// structs beside it, tested without actors.
+// pull from it, and their requests are served only when they come from the
+// follower's own host (senders.go). The actor is a thin shell: the log does
+// the storage work, and the protocol decisions that need no I/O live in
+// plain functions and structs beside it, tested without actors.
 //
 // Threading: all replica state is owned by the actor's goroutine. Timers
 // post messages back to the mailbox; they never touch state.
@@ -56,6 +57,14 @@ type Config struct {
 	// Follow, when set, makes this replica a follower of the leader
 	// replica at that PID, for LeaderEpoch.
 	Follow *actor.PID
+	// Hosts maps each registered host's id to its advertised address (the
+	// broker's view of the host registrations; LiveHosts replaces it). A
+	// follower's fetch or OffsetForLeaderEpoch claiming replica_id R is
+	// served only if R is another replica of the partition and the request
+	// comes from Hosts[R] (senders.go): with no entry for R, it is
+	// refused. Tests in one actor system map the follower ids to
+	// protoactor's local address, "nonhost". Read only, never modified.
+	Hosts map[int32]string
 	// Internal marks a partition of an internal topic
 	// (messages.OffsetsTopic): its leader refuses ProduceRequests with
 	// INVALID_TOPIC_EXCEPTION and appends only InternalProduce, which
@@ -106,9 +115,16 @@ type UpdateISR struct {
 	ISR                         []int32
 }
 
-// LiveHosts tells a leader which hosts are registered. Followers on the
-// others may not join the ISR and do not hold the high watermark back.
-type LiveHosts struct{ Live map[int32]bool }
+// LiveHosts tells a replica which hosts are registered. Followers on the
+// others may not join a leader's ISR and do not hold its high watermark
+// back. Addresses, when not nil, replaces Config.Hosts: the registered
+// hosts' advertised addresses, which follower requests are checked
+// against. The broker sends one LiveHosts to all its replicas: its maps
+// are read only.
+type LiveHosts struct {
+	Live      map[int32]bool
+	Addresses map[int32]string
+}
 
 // InternalProduce is a ProduceRequest from this host's group coordinator
 // to the leader of an internal topic's partition (see Config.Internal).
@@ -154,6 +170,9 @@ type Replica struct {
 	leader *LeaderState // followers, ISR and high watermark of this term (leader)
 	// following is set when this replica is a follower.
 	following *following
+	// hosts is the registered hosts' addresses (Config.Hosts, then
+	// LiveHosts.Addresses), for the follower requests' sender check.
+	hosts map[int32]string
 
 	// inc tells this incarnation's self-addressed messages from those of
 	// an earlier actor under the same PID (see fetchStep).
@@ -200,6 +219,7 @@ func newReplica(cfg Config) *Replica {
 		cfg:     cfg,
 		metrics: cfg.Metrics,
 		epoch:   cfg.LeaderEpoch,
+		hosts:   cfg.Hosts,
 		waiting: map[uint64]*parkedFetch{},
 
 		waitingAcks: map[uint64]*parkedProduce{},

@@ -120,7 +120,7 @@ func TestProduceFetchListOffsets(t *testing.T) {
 			t.Fatalf("list offsets %d: %+v, want %d", tc.ts, lo, tc.want)
 		}
 	}
-	ep := h.request(&messages.OffsetForLeaderEpochRequest{Topic: "t", Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 3}).(*messages.OffsetForLeaderEpochResponse)
+	ep := h.request(&messages.OffsetForLeaderEpochRequest{Topic: "t", Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 3, ReplicaId: -1}).(*messages.OffsetForLeaderEpochResponse)
 	if ep.ErrorCode != 0 || ep.LeaderEpoch != 3 || ep.EndOffset != 10 {
 		t.Fatalf("offset for leader epoch: %+v", ep)
 	}

@@ -160,14 +160,14 @@ func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	}
 }
 
-// Register registers a fake host on s (host id, address 127.0.0.1:<port>,
+// Register registers a fake host on s (host id, address HostAddress(port),
 // a 10 s lease) and closes the registration at cleanup; closing it earlier,
 // to make the host go, is fine.
 func Register(t testing.TB, s *cluster.Store, id int32, port int) *cluster.Registration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := s.Register(ctx, &messages.HostInfo{HostId: id, AdvertisedAddress: fmt.Sprintf("127.0.0.1:%d", port)}, 10*time.Second)
+	r, err := s.Register(ctx, &messages.HostInfo{HostId: id, AdvertisedAddress: HostAddress(port)}, 10*time.Second)
 	if err != nil {
 		t.Fatalf("clustertest: register host %d: %v", id, err)
 	}
@@ -204,4 +204,56 @@ func CreateTopic(t testing.TB, sys *actor.ActorSystem, pid *actor.PID, req *mess
 		return nil
 	})
 	return topic
+}
+
+// HostAddress is the advertised address Register gives a fake host on
+// port.
+func HostAddress(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+
+// fakeSender names a future RequestAs created in an actor system, under
+// the address it speaks from.
+type fakeSender struct {
+	sys      *actor.ActorSystem
+	addr, id string
+}
+
+var (
+	// fakeSenders holds the futures RequestAs is waiting on.
+	fakeSenders sync.Map // fakeSender → struct{}
+	// routed holds the actor systems whose registry routes them back.
+	routed sync.Map // *actor.ActorSystem → struct{}
+)
+
+// RouteFakeSenders makes sys deliver messages addressed to RequestAs's
+// fake senders to their futures (an address resolver in sys's process
+// registry). Call it once right after creating sys, before anything in it
+// sends to a remote PID: protoactor's registry does not guard its list of
+// resolvers against concurrent use. RequestAs calls it too.
+func RouteFakeSenders(sys *actor.ActorSystem) {
+	if _, loaded := routed.LoadOrStore(sys, struct{}{}); loaded {
+		return
+	}
+	sys.ProcessRegistry.RegisterAddressResolver(func(pid *actor.PID) (actor.Process, bool) {
+		if _, ok := fakeSenders.Load(fakeSender{sys, pid.Address, pid.Id}); !ok {
+			return nil, false
+		}
+		return sys.ProcessRegistry.GetLocal(pid.Id)
+	})
+}
+
+// RequestAs sends msg to pid as if from a process at addr — another
+// host's advertised address (HostAddress), or a stranger's — and waits up
+// to timeout for the answer. The sender is a future of sys whose PID
+// carries addr; the answer, addressed to addr, comes back to it through
+// RouteFakeSenders. Internal requests are authorized by their sender's
+// address (cluster.SenderIsHost): this is how a test in one process
+// speaks for another host, or forges a request.
+func RequestAs(sys *actor.ActorSystem, pid *actor.PID, addr string, msg any, timeout time.Duration) (any, error) {
+	RouteFakeSenders(sys)
+	f := actor.NewFuture(sys, timeout)
+	key := fakeSender{sys, addr, f.PID().Id}
+	fakeSenders.Store(key, struct{}{})
+	defer fakeSenders.Delete(key)
+	sys.Root.RequestWithCustomSender(pid, msg, actor.NewPID(addr, f.PID().Id))
+	return f.Result()
 }
