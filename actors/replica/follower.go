@@ -32,7 +32,11 @@ const (
 	// unanswered when it stops; with a 10 s bound the partition's high
 	// watermark then stood still that long after the leader change (the
 	// 4 s write pauses of a rolling restart, ended only by the next one).
-	replicaRequestTimeout = 2 * time.Second
+	replicaRequestTimeout = time.Second
+	// replicaTruncateTimeout bounds OffsetForLeaderEpoch, the first
+	// request to a new leader (so the one most likely to meet the
+	// restart) and an in-memory lookup there; a retry is cheap.
+	replicaTruncateTimeout = 500 * time.Millisecond
 )
 
 // The follower's steps carry the incarnation of the replica actor that
@@ -85,7 +89,7 @@ func (r *Replica) onTruncateStep(ctx actor.Context, m truncateStep) {
 	}
 	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
 		CurrentLeaderEpoch: r.epoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
-	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, replicaRequestTimeout), func(res any, err error) {
+	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, replicaTruncateTimeout), func(res any, err error) {
 		if r.log == nil {
 			return
 		}
