@@ -1,7 +1,8 @@
 // config.go: the per-partition log configuration (Kafka's topic-level
 // segment.bytes, segment.ms, retention.ms, retention.bytes,
-// max.message.bytes, producer.id.expiration.ms, flush policy, and the
-// inflation limit of compressed batches), its defaults and its validation.
+// max.message.bytes, producer.id.expiration.ms, flush policy, the
+// inflation limit of compressed batches, and when idle files are closed),
+// its defaults and its validation.
 
 package storage
 
@@ -25,6 +26,16 @@ const (
 	DefaultMaxMessageBytes      = 1 << 20
 	DefaultIndexIntervalBytes   = 4096
 	DefaultProducerIDExpiration = 24 * time.Hour
+	// DefaultFileIdleTimeout is how long a log's files stay open unused:
+	// after it, the active segment's files are fsynced and closed, and
+	// reopened by the next append or read (files.go). Kafka has no
+	// equivalent (it keeps every segment open); ten minutes keeps the
+	// files of any partition written or read more often than that open.
+	DefaultFileIdleTimeout = 10 * time.Minute
+	// DefaultMaxOpenSealedSegments is how many sealed segments per log may
+	// keep their .log file open for reads; opening one more closes the
+	// oldest.
+	DefaultMaxOpenSealedSegments = 2
 	// DefaultInflationFactor is how many times max.message.bytes the
 	// records of a compressed batch may inflate to by default: 64, so
 	// 64 MiB for the default 1 MiB, which record.MaxInflatedBytes caps.
@@ -118,12 +129,29 @@ type Config struct {
 	// producer's CreateTime.
 	LogAppendTime bool
 
+	// FileIdleTimeout closes the log's files after this long without an
+	// append or read (fsyncing them first); they reopen on demand. Sealed
+	// segments' files close after it too. Default DefaultFileIdleTimeout;
+	// negative keeps the active segment's files open for the log's life.
+	FileIdleTimeout time.Duration
+	// MaxOpenSealedSegments is how many sealed segments may keep their
+	// .log file open at once for reads (default
+	// DefaultMaxOpenSealedSegments, at least 1). A sealed segment's
+	// index files are open only while written.
+	MaxOpenSealedSegments int
+
 	// Now is the clock (time.Now when nil); tests move it.
 	Now func() time.Time
 	// FS is the file system (OSFS when nil); tests inject faults.
 	FS FS
 	// Logger receives the log's messages (logrus.StandardLogger when nil).
 	Logger *logrus.Entry
+	// OnFail, when set, is called once, with the sticky error, when the
+	// log fails (a write, fsync or rename failed; it refuses writes from
+	// then on), so its owner can report the partition unhealthy. It runs
+	// on the failing writer's goroutine with the log's writer lock held:
+	// it must be quick and must not call into the log.
+	OnFail func(err error)
 }
 
 // ErrInvalidConfig wraps every configuration error.
@@ -155,6 +183,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ProducerIDExpiration == 0 {
 		c.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
+	if c.FileIdleTimeout == 0 {
+		c.FileIdleTimeout = DefaultFileIdleTimeout
+	}
+	if c.MaxOpenSealedSegments == 0 {
+		c.MaxOpenSealedSegments = DefaultMaxOpenSealedSegments
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -179,6 +213,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: index.interval.bytes %d must not be negative", ErrInvalidConfig, c.IndexIntervalBytes)
 	case c.Flush.Mode == FlushInterval && c.Flush.Interval <= 0:
 		return c, fmt.Errorf("%w: flush interval %v must be positive", ErrInvalidConfig, c.Flush.Interval)
+	case c.MaxOpenSealedSegments < 1:
+		return c, fmt.Errorf("%w: max open sealed segments %d must be at least 1", ErrInvalidConfig, c.MaxOpenSealedSegments)
 	case c.Flush.Mode < FlushNever || c.Flush.Mode > FlushInterval:
 		return c, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, c.Flush.Mode)
 	}

@@ -109,6 +109,13 @@ func (x *segIndex) lastOffset() (offsetEntry, bool) {
 	return x.offsets[len(x.offsets)-1], true
 }
 
+// pending reports whether entries wait to be written. Writer only.
+func (x *segIndex) pending() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.offsets) > x.offsetsWritten || len(x.times) > x.timesWritten
+}
+
 // reset drops every entry (before a rebuild).
 func (x *segIndex) reset() {
 	x.mu.Lock()

@@ -19,6 +19,10 @@
 // below LogEndOffset (less the producers expired since they were
 // written). After the first failed write or fsync the log refuses further
 // writes and returns that error (a half-written log is never extended).
+//
+// Files: a segment's files are open only while in use (files.go), so a
+// host's descriptors scale with the partitions and segments being read
+// or written, not with every segment on disk.
 package storage
 
 import (
@@ -94,6 +98,20 @@ type Log struct {
 
 	hw atomic.Int64 // the checkpointed high watermark; see HighWatermarkCheckpoint
 
+	closing bool // guarded by mu: Close has begun, no background flush may start
+
+	// flushMu serializes Flush (and Close), so a flush's fsyncs never
+	// overlap another flush's closing of files.
+	flushMu    sync.Mutex
+	flushing   atomic.Bool    // a background flush (kickFlush) is running
+	flushAgain atomic.Bool    // a background flush is wanted
+	bg         sync.WaitGroup // background flushes, waited for by Close
+
+	// Open-file bookkeeping (files.go).
+	fdmu       sync.Mutex
+	openSealed []*segment // sealed segments that may hold open files, oldest first; guarded by fdmu
+	idleMu     sync.Mutex // serializes idle sweeps; guards segment.idleSince
+
 	closeOnce sync.Once
 	flushStop chan struct{}
 	flushDone chan struct{}
@@ -118,13 +136,16 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
 	if err := l.load(); err != nil {
-		l.closeSegments()
+		if cerr := l.closeSegments(); cerr != nil {
+			l.logger.WithError(cerr).Warn("closing segment files after a failed open")
+		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	if cfg.Flush.Mode == FlushInterval {
 		l.flushStop, l.flushDone = make(chan struct{}), make(chan struct{})
 		go l.flushLoop(cfg.Flush.Interval)
 	}
+	janitor.add(l)
 	return l, nil
 }
 
@@ -168,6 +189,9 @@ func (l *Log) load() error {
 		}
 	}
 
+	// Segments are opened one at a time and a sealed one's files closed
+	// as soon as it is loaded (written out and fsynced), so opening a log
+	// of many segments needs a few descriptors, not three per segment.
 	for i, base := range bases {
 		seg, err := l.openSegment(base)
 		if err != nil {
@@ -177,15 +201,26 @@ func (l *Log) load() error {
 		if n := len(l.segs); n > 1 && seg.base < l.segs[n-2].next {
 			return fmt.Errorf("segment %d overlaps the previous one, which ends at offset %d", seg.base, l.segs[n-2].next)
 		}
+		last := i == len(bases)-1
 		if i < recoverFrom {
 			if err := l.loadSealed(seg); err != nil {
 				return err
+			}
+			if !last {
+				if err := l.retireLoaded(seg); err != nil {
+					return err
+				}
 			}
 			continue
 		}
 		clean, err := l.recoverSegment(seg)
 		if err != nil {
 			return err
+		}
+		if clean && !last {
+			if err := l.retireLoaded(seg); err != nil {
+				return err
+			}
 		}
 		if !clean {
 			// Everything after a torn or corrupt frame is gone, including
@@ -216,14 +251,14 @@ func (l *Log) load() error {
 	if err := l.epochs.truncateFromStart(l.segs[0].base); err != nil {
 		return err
 	}
-	// Make what recovery found durable, so the next open need not scan it.
-	for _, s := range l.segs[recoverFrom:] {
-		if err := s.writeIndexes(); err != nil {
-			return err
-		}
-		if err := s.sync(); err != nil {
-			return err
-		}
+	// Make what recovery found durable, so the next open need not scan it
+	// (the sealed segments were written out by retireLoaded).
+	active.sealed.Store(false)
+	if err := active.writeIndexes(l); err != nil {
+		return err
+	}
+	if err := active.sync(); err != nil {
+		return err
 	}
 	l.recoveryPoint = active.next
 	if err := writeRecoveryPoint(l.fs, l.dir, l.recoveryPoint); err != nil {
@@ -233,6 +268,8 @@ func (l *Log) load() error {
 	return l.rebuildProducerStateLocked()
 }
 
+// openSegment opens an existing segment's files for load. The segment is
+// not shared yet.
 func (l *Log) openSegment(base int64) (*segment, error) {
 	s := &segment{base: base, dir: l.dir, next: base, rollTS: -1, corruptAt: -1, created: l.cfg.Now().UnixMilli()}
 	s.maxTS.Store(-1)
@@ -241,10 +278,31 @@ func (l *Log) openSegment(base int64) (*segment, error) {
 		return nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
 	if err := s.openIndexes(l.fs, false); err != nil {
-		s.closeFiles()
+		if cerr := s.closeFiles(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return nil, err
 	}
 	return s, nil
+}
+
+// retireLoaded finishes loading a sealed segment: its indexes are written
+// out and, with anything written, fsynced, and its files closed until a
+// read needs them.
+func (l *Log) retireLoaded(s *segment) error {
+	s.sealed.Store(true)
+	if err := s.writeIndexes(l); err != nil {
+		return err
+	}
+	if !s.clean() {
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	if err := s.closeFiles(); err != nil {
+		return fmt.Errorf("close loaded segment %d: %w", s.base, err)
+	}
+	return nil
 }
 
 func fileSize(f File) (int64, error) {
@@ -270,11 +328,13 @@ func (l *Log) recoverSegment(s *segment) (bool, error) {
 	if end < size {
 		l.logger.WithFields(logrus.Fields{"segment": s.base, "position": end, "file_size": size, "reason": scanErr}).
 			Warn("truncating torn or corrupt tail of segment")
+		s.writes.Add(1)
 		if err := s.log.Truncate(end); err != nil {
 			return false, fmt.Errorf("truncate segment %d at %d: %w", s.base, end, err)
 		}
 	}
 	s.size.Store(end)
+	s.writes.Add(1)
 	if err := s.offFile.Truncate(0); err != nil {
 		return false, fmt.Errorf("reset offset index of segment %d: %w", s.base, err)
 	}
@@ -319,13 +379,14 @@ func (l *Log) loadSealed(s *segment) error {
 			Error("sealed segment is corrupt; reads past this position will fail")
 	}
 	s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, true)
+	s.writes.Add(1)
 	if err := s.offFile.Truncate(0); err != nil {
 		return fmt.Errorf("reset offset index of segment %d: %w", s.base, err)
 	}
 	if err := s.timeFile.Truncate(0); err != nil {
 		return fmt.Errorf("reset time index of segment %d: %w", s.base, err)
 	}
-	return s.writeIndexes()
+	return s.writeIndexes(l)
 }
 
 // checkIndexTail installs loaded index entries and walks the frames after
@@ -427,6 +488,9 @@ func (l *Log) fail(err error) error {
 	if l.writeErr == nil {
 		l.writeErr = fmt.Errorf("storage: log %s failed and refuses writes: %w", l.dir, err)
 		l.logger.WithError(err).Error("log write failed; the log is now read-only")
+		if l.cfg.OnFail != nil {
+			l.cfg.OnFail(l.writeErr)
+		}
 	}
 	return l.writeErr
 }
@@ -608,6 +672,10 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 		s = l.segs[len(l.segs)-1]
 	}
 	pos := s.size.Load()
+	f, err := l.acquireLog(s) // nothing written yet: a failed reopen is not sticky
+	if err != nil {
+		return err
+	}
 	var checkErr error
 	var checked chan struct{}
 	if check != nil {
@@ -617,13 +685,16 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 			checkErr = check()
 		}()
 	}
-	_, werr := s.log.WriteAt(batch, pos)
+	s.writes.Add(1)
+	_, werr := f.WriteAt(batch, pos)
 	if checked != nil {
 		<-checked
 	}
 	if werr != nil || checkErr != nil {
 		// Cut what was written; nothing past pos was ever published.
-		if terr := s.log.Truncate(pos); terr != nil {
+		terr := f.Truncate(pos)
+		s.fmu.RUnlock()
+		if terr != nil {
 			return l.fail(fmt.Errorf("cut refused batch at %d in segment %d: %w", pos, s.base, errors.Join(werr, terr)))
 		}
 		if werr != nil {
@@ -631,6 +702,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 		}
 		return checkErr
 	}
+	s.fmu.RUnlock()
 	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
 		return l.fail(err)
 	}
@@ -664,7 +736,7 @@ func (l *Log) shouldRoll(s *segment, h *record.Header, n int) bool {
 // snapshots the producer state there. Caller holds mu.
 func (l *Log) rollLocked(base int64) error {
 	old := l.segs[len(l.segs)-1]
-	if err := old.seal(); err != nil {
+	if err := old.seal(l); err != nil {
 		return l.fail(err)
 	}
 	if l.cfg.Flush.Mode != FlushNever {
@@ -679,6 +751,18 @@ func (l *Log) rollLocked(base int64) error {
 	l.rmu.Lock()
 	l.segs = append(l.segs, s)
 	l.rmu.Unlock()
+	// The old segment's files close once fsynced and beyond the cap of
+	// open sealed segments (files.go).
+	old.sealed.Store(true)
+	l.noteOpened(old)
+	if old.clean() {
+		l.evictOpenSealed() // its index files too
+	} else if l.tooManyOpenSealed() {
+		// Only now are the sealed segments fsynced (in the background),
+		// so that they may close: a log rolling large segments seldom
+		// pays for it, and finds them written back by the OS by then.
+		l.kickFlush()
+	}
 	if err := l.takeSnapshotLocked(base); err != nil {
 		return err
 	}
@@ -705,52 +789,72 @@ func (l *Log) maybeFlushLocked() error {
 	if l.cfg.Flush.Mode != FlushEveryBatch {
 		return nil
 	}
-	if err := l.segs[len(l.segs)-1].log.Sync(); err != nil {
+	s := l.segs[len(l.segs)-1]
+	f, err := l.acquireLog(s)
+	if err != nil {
+		return l.fail(fmt.Errorf("fsync: %w", err))
+	}
+	err = f.Sync()
+	s.fmu.RUnlock()
+	if err != nil {
 		return l.fail(fmt.Errorf("fsync: %w", err))
 	}
 	return nil
 }
 
-// Flush writes pending index entries and fsyncs every segment that holds
-// data above the recovery point, then moves the recovery point to the log
-// end offset it saw. Appends proceed while it fsyncs.
+// Flush writes pending index entries and fsyncs every segment written
+// since its last fsync, then moves the recovery point to the log end offset
+// it saw. Appends proceed while it fsyncs. Sealed segments it leaves clean
+// may then be closed (files.go).
 func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushLocked()
+}
+
+// flushLocked is Flush. Caller holds flushMu.
+func (l *Log) flushLocked() error {
 	l.mu.Lock()
 	if err := l.checkWritable(); err != nil {
 		l.mu.Unlock()
 		return err
 	}
-	leo, gen, rp := l.leo.Load(), l.gen, l.recoveryPoint
-	if leo == rp {
+	leo, gen := l.leo.Load(), l.gen
+	type dirtySeg struct {
+		s      *segment
+		writes uint64 // the writes this flush makes durable
+	}
+	var dirty []dirtySeg
+	for _, s := range l.segs {
+		if err := s.writeIndexes(l); err != nil {
+			err = l.fail(err)
+			l.mu.Unlock()
+			return err
+		}
+		if !s.clean() {
+			dirty = append(dirty, dirtySeg{s, s.writes.Load()})
+		}
+	}
+	if leo == l.recoveryPoint && len(dirty) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
-	var dirty []*segment
-	for i, s := range l.segs {
-		if s.next > rp || i == len(l.segs)-1 {
-			if err := s.writeIndexes(); err != nil {
-				err = l.fail(err)
-				l.mu.Unlock()
-				return err
-			}
-			dirty = append(dirty, s)
-		}
-	}
-	l.rmu.RLock() // keeps dirty segments open until the fsyncs end
 	l.mu.Unlock()
+	// A segment deleted or closed meanwhile is skipped or waited for by
+	// its fmu (segment.sync).
 	var syncErr error
-	for _, s := range dirty {
-		if syncErr = s.sync(); syncErr != nil {
+	for _, d := range dirty {
+		if syncErr = d.s.syncTo(d.writes); syncErr != nil {
 			break
 		}
 	}
-	l.rmu.RUnlock()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if syncErr != nil {
 		return l.fail(syncErr)
 	}
+	l.evictOpenSealed()
 	if gen != l.gen || leo <= l.recoveryPoint {
 		return nil // truncated meanwhile: what we synced may be gone
 	}
@@ -783,11 +887,18 @@ func (l *Log) flushLoop(interval time.Duration) {
 func (l *Log) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		janitor.remove(l)
 		if l.flushStop != nil {
 			close(l.flushStop)
 			<-l.flushDone
 		}
-		if ferr := l.Flush(); ferr != nil {
+		l.mu.Lock()
+		l.closing = true
+		l.mu.Unlock()
+		l.bg.Wait()
+		l.flushMu.Lock()
+		defer l.flushMu.Unlock()
+		if ferr := l.flushLocked(); ferr != nil {
 			err = fmt.Errorf("storage: close %s: %w", l.dir, ferr)
 		}
 		l.mu.Lock()
@@ -810,9 +921,17 @@ func (l *Log) Close() error {
 func (l *Log) closeSegments() error {
 	var first error
 	for _, s := range l.segs {
+		s.fmu.Lock()
 		if err := s.closeFiles(); err != nil && first == nil {
 			first = err
 		}
+		s.fmu.Unlock()
 	}
+	l.fdmu.Lock()
+	for _, s := range l.openSealed {
+		s.inOpenList = false
+	}
+	l.openSealed = nil
+	l.fdmu.Unlock()
 	return first
 }

@@ -51,7 +51,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (ReadResult, err
 		return res, nil
 	}
 	for i := l.floorSegment(offset); i < len(l.segs); i++ {
-		data, err := l.segs[i].read(offset, maxBytes, limit)
+		data, err := l.readSegment(l.segs[i], offset, maxBytes, limit)
 		if err != nil || len(data) > 0 {
 			res.Records = data
 			return res, err
@@ -67,14 +67,25 @@ func (l *Log) floorSegment(offset int64) int {
 	return max(i-1, 0)
 }
 
+// readSegment is segment.read with the segment's file open.
+func (l *Log) readSegment(s *segment, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	f, err := l.acquireLog(s)
+	if err != nil {
+		return nil, err
+	}
+	defer s.fmu.RUnlock()
+	return s.read(f, offset, maxBytes, limit)
+}
+
 // read returns batches of this segment from the one holding offset, within
-// maxBytes (the first one always whole) and below limit.
-func (s *segment) read(offset int64, maxBytes int, limit int64) ([]byte, error) {
+// maxBytes (the first one always whole) and below limit, reading f, its
+// open .log file.
+func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte, error) {
 	end := s.size.Load()
 	if s.corruptAt >= 0 && s.corruptAt < end {
 		end = s.corruptAt
 	}
-	pos, h, err := s.findBatch(offset, end)
+	pos, h, err := s.findBatch(f, offset, end)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +104,7 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) ([]byte, error) 
 	}
 	n := int(min(int64(max(maxBytes, first)), end-pos))
 	buf := make([]byte, n)
-	if m, err := s.log.ReadAt(buf, pos); m < n {
+	if m, err := f.ReadAt(buf, pos); m < n {
 		return nil, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
 	}
 	i := 0
@@ -117,8 +128,9 @@ func (s *segment) read(offset int64, maxBytes int, limit int64) ([]byte, error) 
 }
 
 // findBatch returns the position and header of the first batch in the
-// segment whose last offset is >= offset, or pos >= end when there is none.
-func (s *segment) findBatch(offset int64, end int64) (int64, record.Header, error) {
+// segment whose last offset is >= offset, or pos >= end when there is none,
+// reading f, its open .log file.
+func (s *segment) findBatch(f File, offset int64, end int64) (int64, record.Header, error) {
 	var h record.Header
 	rel := offset - s.base
 	if rel < 0 {
@@ -128,7 +140,7 @@ func (s *segment) findBatch(offset int64, end int64) (int64, record.Header, erro
 	hdr := make([]byte, record.HeaderSize)
 	for pos < end {
 		var err error
-		if h, err = s.batchHeaderAt(pos, hdr); err != nil {
+		if h, err = s.batchHeaderAt(f, pos, hdr); err != nil {
 			return pos, h, fmt.Errorf("%w: segment %d: header at position %d: %w", ErrCorruptLog, s.base, pos, err)
 		}
 		if h.LastOffset() >= offset {
@@ -152,7 +164,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		if s.maxTS.Load() < ts {
 			continue
 		}
-		off, t, ok, err := s.offsetForTimestamp(ts, l.cfg.MaxMessageBytes)
+		off, t, ok, err := l.segmentOffsetForTimestamp(s, ts)
 		if err != nil || ok {
 			return off, t, ok, err
 		}
@@ -160,7 +172,18 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	return -1, -1, false, nil
 }
 
-func (s *segment) offsetForTimestamp(ts int64, maxBatch int) (int64, int64, bool, error) {
+// segmentOffsetForTimestamp is segment.offsetForTimestamp with the
+// segment's file open.
+func (l *Log) segmentOffsetForTimestamp(s *segment, ts int64) (int64, int64, bool, error) {
+	f, err := l.acquireLog(s)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer s.fmu.RUnlock()
+	return s.offsetForTimestamp(f, ts, l.cfg.MaxMessageBytes)
+}
+
+func (s *segment) offsetForTimestamp(f File, ts int64, maxBatch int) (int64, int64, bool, error) {
 	from := s.base
 	if rel, ok := s.idx.lookupTime(ts); ok {
 		from = s.base + int64(rel) + 1 // everything up to rel is older than ts
@@ -169,7 +192,7 @@ func (s *segment) offsetForTimestamp(ts int64, maxBatch int) (int64, int64, bool
 	if s.corruptAt >= 0 && s.corruptAt < end {
 		end = s.corruptAt
 	}
-	pos, h, err := s.findBatch(from, end)
+	pos, h, err := s.findBatch(f, from, end)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -177,7 +200,7 @@ func (s *segment) offsetForTimestamp(ts int64, maxBatch int) (int64, int64, bool
 	for pos < end {
 		if h.MaxTimestamp >= ts {
 			batch := make([]byte, h.Size())
-			if m, err := s.log.ReadAt(batch, pos); m < len(batch) {
+			if m, err := f.ReadAt(batch, pos); m < len(batch) {
 				return 0, 0, false, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
 			}
 			recs, err := record.Records(batch, max(maxBatch, len(batch))*64)
@@ -194,7 +217,7 @@ func (s *segment) offsetForTimestamp(ts int64, maxBatch int) (int64, int64, bool
 		if pos >= end {
 			break
 		}
-		if h, err = s.batchHeaderAt(pos, hdr); err != nil {
+		if h, err = s.batchHeaderAt(f, pos, hdr); err != nil {
 			return 0, 0, false, fmt.Errorf("%w: segment %d: header at position %d: %w", ErrCorruptLog, s.base, pos, err)
 		}
 	}

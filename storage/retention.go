@@ -60,7 +60,7 @@ func (l *Log) DeleteExpiredSegments(highWatermark int64) (int, error) {
 	l.start.Store(l.segs[0].base)
 	l.rmu.Unlock()
 	for _, s := range doomed {
-		if err := s.remove(l.fs); err != nil {
+		if err := l.dropSegment(s); err != nil {
 			return 0, l.fail(err)
 		}
 		l.logger.WithFields(logrus.Fields{"segment": s.base, "next_offset": s.next, "max_timestamp": s.maxTS.Load()}).

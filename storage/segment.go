@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/actorlog/actorlog/storage/record"
@@ -53,9 +54,17 @@ func parseOffsetName(name, suffix string) (int64, bool) {
 // Readers (holding Log.rmu for reading) use size, maxTS, corruptAt and the
 // index under its own lock; bytes below size are complete batches that never
 // change while a reader holds Log.rmu.
+//
+// Files are opened on demand and closed when idle (files.go): log, offFile
+// and timeFile are nil while closed. They are guarded by fmu: whoever uses
+// a handle holds fmu for reading (withFiles, acquireLog), whoever opens or
+// closes one holds it for writing. Invariant: a handle is closed only when
+// everything written through it has been fsynced (synced == writes), or
+// when the segment is being deleted or the log closed.
 type segment struct {
 	base     int64
 	dir      string
+	fmu      sync.RWMutex
 	log      File
 	offFile  File
 	timeFile File
@@ -64,6 +73,20 @@ type segment struct {
 	size      atomic.Int64 // bytes of complete batches, readable
 	maxTS     atomic.Int64 // largest batch max timestamp, -1 when empty
 	corruptAt int64        // >= 0: framing broke here in a sealed segment; reads past it fail
+
+	// writes counts the writes and truncations of the segment's files;
+	// synced is the value of writes that the last successful fsync of all
+	// its open files covered. The segment is clean when they are equal.
+	writes, synced atomic.Uint64
+	// used is set by every use of the segment's files and cleared by the
+	// idle sweep, which closes files unused for Config.FileIdleTimeout.
+	used atomic.Bool
+	// sealed is set once the segment is no longer the active one.
+	sealed atomic.Bool
+
+	// Owned by the log's open-file bookkeeping (Log.fdmu).
+	inOpenList bool  // in Log.openSealed
+	idleSince  int64 // ms; set by the idle sweep
 
 	// Writer-owned.
 	next            int64 // offset after the last batch
@@ -77,26 +100,37 @@ type segment struct {
 func createSegment(fsys FS, dir string, base, now int64) (*segment, error) {
 	s := &segment{base: base, dir: dir, next: base, rollTS: -1, corruptAt: -1, created: now}
 	s.maxTS.Store(-1)
+	s.writes.Store(1) // the files are created (or cut to zero) and need an fsync
 	var err error
 	if s.log, err = fsys.OpenFile(segmentPath(dir, base, logSuffix), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644); err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", base, err)
 	}
 	if err := s.openIndexes(fsys, true); err != nil {
-		s.closeFiles()
+		if cerr := s.closeFiles(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return nil, err
 	}
+	s.used.Store(true)
 	return s, nil
 }
 
+// openIndexes opens the index files that are closed, cutting them to zero
+// with truncate. Caller holds fmu for writing (or owns the segment alone).
 func (s *segment) openIndexes(fsys FS, truncate bool) error {
 	var err error
-	if s.offFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, indexSuffix)); err != nil {
-		return err
+	if s.offFile == nil {
+		if s.offFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, indexSuffix)); err != nil {
+			return err
+		}
 	}
-	if s.timeFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, timeIndexSuffix)); err != nil {
-		return err
+	if s.timeFile == nil {
+		if s.timeFile, err = openIndexFile(fsys, segmentPath(s.dir, s.base, timeIndexSuffix)); err != nil {
+			return err
+		}
 	}
 	if truncate {
+		s.writes.Add(1)
 		if err := s.offFile.Truncate(0); err != nil {
 			return fmt.Errorf("truncate offset index of segment %d: %w", s.base, err)
 		}
@@ -107,23 +141,43 @@ func (s *segment) openIndexes(fsys FS, truncate bool) error {
 	return nil
 }
 
-// closeFiles closes every open file of the segment, returning the first error.
+// closeFiles closes every open file of the segment, returning the first
+// error. Caller holds fmu for writing (or owns the segment alone).
 func (s *segment) closeFiles() error {
 	var first error
-	for _, f := range []File{s.log, s.offFile, s.timeFile} {
-		if f == nil {
+	for _, f := range []*File{&s.log, &s.offFile, &s.timeFile} {
+		if *f == nil {
 			continue
 		}
-		if err := f.Close(); err != nil && first == nil {
+		if err := (*f).Close(); err != nil && first == nil {
 			first = err
 		}
+		*f = nil
 	}
 	return first
 }
 
+// openFiles reports how many of the segment's files are open. Caller holds
+// fmu.
+func (s *segment) openFiles() int {
+	n := 0
+	for _, f := range []File{s.log, s.offFile, s.timeFile} {
+		if f != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// clean reports whether every write to the segment's files was fsynced.
+func (s *segment) clean() bool { return s.synced.Load() == s.writes.Load() }
+
 // remove closes and deletes the segment's files.
 func (s *segment) remove(fsys FS) error {
-	if err := s.closeFiles(); err != nil {
+	s.fmu.Lock()
+	err := s.closeFiles()
+	s.fmu.Unlock()
+	if err != nil {
 		return fmt.Errorf("close segment %d: %w", s.base, err)
 	}
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
@@ -158,28 +212,56 @@ func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
 
 // seal appends the final time-index entry (so the time index always ends at
 // the segment's last offset and largest timestamp) and writes the indexes.
-func (s *segment) seal() error {
+// Caller holds Log.mu.
+func (s *segment) seal(l *Log) error {
 	if !s.empty() {
 		s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, true)
 	}
-	return s.writeIndexes()
+	return s.writeIndexes(l)
 }
 
-func (s *segment) writeIndexes() error {
-	if err := s.idx.writeTo(s.offFile, s.timeFile); err != nil {
-		return fmt.Errorf("segment %d: %w", s.base, err)
+// writeIndexes writes the index entries not yet in the files, opening them
+// if they are closed. Caller holds Log.mu.
+func (s *segment) writeIndexes(l *Log) error {
+	if !s.idx.pending() {
+		return nil
 	}
-	return nil
+	return l.withFiles(s, true, func() error {
+		s.writes.Add(1)
+		if err := s.idx.writeTo(s.offFile, s.timeFile); err != nil {
+			return fmt.Errorf("segment %d: %w", s.base, err)
+		}
+		return nil
+	})
 }
 
-// sync fsyncs the log and index files.
-func (s *segment) sync() error {
+// sync fsyncs the segment's open files. A closed file has nothing to sync
+// (see the invariant on segment). Caller holds Log.mu, so no write is in
+// flight, or owns the segment alone.
+func (s *segment) sync() error { return s.syncTo(s.writes.Load()) }
+
+// syncTo fsyncs the segment's open files and records that the first w
+// writes are durable. w must be a value of writes read while no write was
+// in flight (under Log.mu): writes counted later may not have reached the
+// file when the fsync ran.
+func (s *segment) syncTo(w uint64) error {
+	s.fmu.RLock()
 	for _, f := range []File{s.log, s.offFile, s.timeFile} {
+		if f == nil {
+			continue
+		}
 		if err := f.Sync(); err != nil {
+			s.fmu.RUnlock()
 			return fmt.Errorf("fsync segment %d: %w", s.base, err)
 		}
 	}
-	return nil
+	s.fmu.RUnlock()
+	for {
+		cur := s.synced.Load()
+		if cur >= w || s.synced.CompareAndSwap(cur, w) {
+			return nil
+		}
+	}
 }
 
 // errStopScan is returned by a scan visitor to end a scan at a batch that is
@@ -298,6 +380,7 @@ func (s *segment) indexVisitor(indexInterval int) func(h *record.Header, pos int
 // rebuild re-creates the indexes and state by scanning the whole .log file.
 // With verify, CRCs are checked. It returns the end of the valid frames and
 // why the scan stopped early, if it did; it neither truncates nor writes.
+// Caller holds fmu (withFiles) with the log file open.
 func (s *segment) rebuild(fileSize int64, verify bool, indexInterval int) (int64, error) {
 	s.idx.reset()
 	s.next, s.rollTS, s.bytesSinceIndex, s.lastOffsetRel = s.base, -1, 0, 0
@@ -305,9 +388,10 @@ func (s *segment) rebuild(fileSize int64, verify bool, indexInterval int) (int64
 	return scanBatches(s.log, 0, fileSize, verify, s.indexVisitor(indexInterval))
 }
 
-// batchHeaderAt reads the header of the batch at pos.
-func (s *segment) batchHeaderAt(pos int64, buf []byte) (record.Header, error) {
-	n, err := s.log.ReadAt(buf[:record.HeaderSize], pos)
+// batchHeaderAt reads the header of the batch at pos from f, the segment's
+// log file.
+func (s *segment) batchHeaderAt(f File, pos int64, buf []byte) (record.Header, error) {
+	n, err := f.ReadAt(buf[:record.HeaderSize], pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return record.Header{}, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 	}

@@ -191,21 +191,29 @@ func (l *Log) replayProducersLocked(from, end int64) error {
 		if s.corruptAt >= 0 && s.corruptAt < size {
 			size = s.corruptAt
 		}
-		pos, _, err := s.findBatch(from, size)
-		if err != nil {
-			return fmt.Errorf("replay producer state from %d: %w", from, err)
-		}
-		_, err = scanBatches(s.log, pos, size, false, func(h *record.Header, _ int64) error {
-			if h.BaseOffset >= end {
-				return errReplayDone
+		var pos int64
+		found := false
+		err := l.withFiles(s, false, func() error {
+			var err error
+			if pos, _, err = s.findBatch(s.log, from, size); err != nil {
+				return fmt.Errorf("replay producer state from %d: %w", from, err)
 			}
-			if h.BaseOffset >= from && h.ProducerID >= 0 {
-				l.trackProducer(h)
-				batches++
-			}
-			return nil
+			found = true
+			_, err = scanBatches(s.log, pos, size, false, func(h *record.Header, _ int64) error {
+				if h.BaseOffset >= end {
+					return errReplayDone
+				}
+				if h.BaseOffset >= from && h.ProducerID >= 0 {
+					l.trackProducer(h)
+					batches++
+				}
+				return nil
+			})
+			return err
 		})
 		switch {
+		case !found:
+			return err
 		case errors.Is(err, errReplayDone):
 			return nil
 		case isDataError(err):

@@ -35,35 +35,51 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	i := l.floorSegment(offset)
 	s := l.segs[i]
 	doomed := append([]*segment(nil), l.segs[i+1:]...)
-	pos, _, err := s.findBatch(offset, s.size.Load())
-	if err != nil {
-		l.rmu.Unlock()
-		return 0, l.fail(fmt.Errorf("truncate: %w", err))
-	}
-	err = s.log.Truncate(pos)
-	if err == nil {
-		var end int64
-		end, err = s.rebuild(pos, false, l.cfg.IndexIntervalBytes)
+	var pos int64
+	var entered, found bool
+	err := l.withFiles(s, true, func() error {
+		entered = true
+		p, _, err := s.findBatch(s.log, offset, s.size.Load())
+		if err != nil {
+			return fmt.Errorf("truncate: %w", err)
+		}
+		pos, found = p, true
+		s.writes.Add(1)
+		if err := s.log.Truncate(pos); err != nil {
+			return err
+		}
+		end, err := s.rebuild(pos, false, l.cfg.IndexIntervalBytes)
 		if err == nil && end != pos {
 			err = fmt.Errorf("segment %d: rescan after truncation stopped at %d of %d", s.base, end, pos)
 		}
-	}
-	if err == nil {
-		err = s.offFile.Truncate(0)
-	}
-	if err == nil {
-		err = s.timeFile.Truncate(0)
+		if err == nil {
+			err = s.offFile.Truncate(0)
+		}
+		if err == nil {
+			err = s.timeFile.Truncate(0)
+		}
+		return err
+	})
+	if !found {
+		l.rmu.Unlock()
+		if !entered {
+			return 0, err // the files could not be reopened; nothing was written
+		}
+		return 0, l.fail(err)
 	}
 	s.size.Store(pos)
 	s.corruptAt = -1
 	l.segs = l.segs[:i+1]
 	l.leo.Store(s.next)
 	l.rmu.Unlock()
+	// s is the active segment again.
+	s.sealed.Store(false)
+	l.forgetSegment(s)
 	if err != nil {
 		return 0, l.fail(fmt.Errorf("truncate segment %d: %w", s.base, err))
 	}
 	for _, d := range doomed {
-		if err := d.remove(l.fs); err != nil {
+		if err := l.dropSegment(d); err != nil {
 			return 0, l.fail(err)
 		}
 	}
@@ -117,9 +133,14 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.rmu.Unlock()
 	for _, d := range doomed {
 		if d.base == offset {
-			continue // its files were replaced by the new segment's
+			// Its files were replaced by the new segment's: only its
+			// handles go.
+			if err := l.closeSegmentFiles(d); err != nil {
+				return l.fail(err)
+			}
+			continue
 		}
-		if err := d.remove(l.fs); err != nil {
+		if err := l.dropSegment(d); err != nil {
 			return l.fail(err)
 		}
 	}

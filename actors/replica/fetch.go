@@ -23,6 +23,9 @@
 // UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE, INVALID_FETCH_SIZE,
 // CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER (stopping),
 // CLUSTER_AUTHORIZATION_FAILED.
+//
+// At most Config.MaxParkedFetches fetches are parked; one beyond that is
+// answered at once with what there is (parked.go).
 
 package replica
 
@@ -32,6 +35,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -70,6 +74,11 @@ type parkedFetch struct {
 	sender *actor.PID
 	timer  *time.Timer
 	start  time.Time
+	// upTo is the bound (high watermark or log end) its last read went
+	// up to, have the bytes that read returned, need the bytes that
+	// satisfy it (parked.go).
+	upTo       int64
+	have, need int
 }
 
 func (r *Replica) fetchError(req *messages.FetchRequest, code messages.ErrorCode, msg string) *messages.FetchResponse {
@@ -91,10 +100,7 @@ func (r *Replica) fetchError(req *messages.FetchRequest, code messages.ErrorCode
 // read serves req from the log; it reports whether min_bytes was met.
 // Consumers read below the high watermark, followers up to the log end.
 func (r *Replica) read(req *messages.FetchRequest) (*messages.FetchResponse, bool) {
-	upTo := r.hw
-	if req.ReplicaId >= 0 {
-		upTo = r.log.LogEndOffset()
-	}
+	upTo := r.readBound(req)
 	limit := FetchLimit(req.ReplicaId, req.MaxBytes, r.cfg.FetchMaxBytes, r.cfg.ReplicaFetchResponseMaxBytes)
 	res, err := r.log.Read(req.FetchOffset, limit, upTo)
 	if err != nil {
@@ -107,6 +113,15 @@ func (r *Replica) read(req *messages.FetchRequest) (*messages.FetchResponse, boo
 	// make the answer larger.
 	enough := len(res.Records) >= int(req.MinBytes) || readCutShort(res.Records, upTo)
 	return resp, len(res.Records) > 0 && enough
+}
+
+// readBound is how far req may read: the high watermark for a consumer,
+// the log end for a follower.
+func (r *Replica) readBound(req *messages.FetchRequest) int64 {
+	if req.ReplicaId >= 0 {
+		return r.log.LogEndOffset()
+	}
+	return r.hw
 }
 
 // readCutShort reports whether records (whole batches, as Log.Read
@@ -157,6 +172,16 @@ func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 		r.reply(ctx, ctx.Sender(), resp, start)
 		return
 	}
+	if len(r.waiting) >= r.cfg.MaxParkedFetches {
+		// Answered as if max_wait_ms were 0; the client fetches again.
+		r.fetchesNotParked++
+		if r.fetchesNotParked&(r.fetchesNotParked-1) == 0 { // 1, 2, 4, 8...: a flood logs a few lines
+			r.logger.WithFields(logrus.Fields{"parked": len(r.waiting), "limit": r.cfg.MaxParkedFetches, "not_parked": r.fetchesNotParked, "sender": ctx.Sender()}).
+				Warn("too many parked fetches; answering at once")
+		}
+		r.reply(ctx, ctx.Sender(), resp, start)
+		return
+	}
 	wait := min(time.Duration(req.MaxWaitMs)*time.Millisecond, MaxFetchWait)
 	r.nextWait++
 	id := r.nextWait
@@ -166,7 +191,14 @@ func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 		sender: ctx.Sender(),
 		start:  start,
 		timer:  time.AfterFunc(wait, func() { root.Send(self, fetchTimeout{id: id}) }),
+		upTo:   r.readBound(req),
+		have:   len(resp.Records),
+		need:   fetchNeed(req.MinBytes, FetchLimit(req.ReplicaId, req.MaxBytes, r.cfg.FetchMaxBytes, r.cfg.ReplicaFetchResponseMaxBytes)),
 	}
+	if req.ReplicaId >= 0 {
+		r.parkedFollowers++
+	}
+	r.waitingPeak = max(r.waitingPeak, len(r.waiting))
 }
 
 func (r *Replica) reply(ctx actor.Context, to *actor.PID, resp *messages.FetchResponse, start time.Time) {
@@ -176,17 +208,41 @@ func (r *Replica) reply(ctx actor.Context, to *actor.PID, resp *messages.FetchRe
 	}
 }
 
-// wakeFetches answers the parked fetches that new data satisfies.
+// wakeFetches answers the parked fetches that new data satisfies. Only a
+// fetch whose bound moved, by enough bytes to satisfy it (as far as the
+// byte clock knows), reads the log.
 func (r *Replica) wakeFetches(ctx actor.Context) {
+	if len(r.waiting) == 0 || r.log == nil {
+		return
+	}
+	hw, leo := r.hw, r.log.LogEndOffset()
+	if hw == r.wokeHW && (leo == r.wokeLEO || r.parkedFollowers == 0) {
+		return // no parked fetch's bound moved (the common append of a replicated partition)
+	}
+	r.wokeHW, r.wokeLEO = hw, leo
 	for id, p := range r.waiting {
+		upTo := hw
+		if p.req.ReplicaId >= 0 {
+			upTo = leo
+		}
+		if upTo <= p.upTo {
+			continue // nothing new below its bound
+		}
+		if grown, ok := r.growth.between(p.upTo, upTo); ok && p.have+int(grown) < p.need {
+			p.upTo, p.have = upTo, p.have+int(grown)
+			continue
+		}
+		r.wakeReads++
 		resp, enough := r.read(p.req)
 		if !enough && resp.ErrorCode == 0 {
+			p.upTo, p.have = upTo, len(resp.Records)
 			continue
 		}
 		p.timer.Stop()
-		delete(r.waiting, id)
+		r.unpark(id, p)
 		r.reply(ctx, p.sender, resp, p.start)
 	}
+	r.shrinkParked()
 }
 
 func (r *Replica) onFetchTimeout(ctx actor.Context, msg fetchTimeout) {
@@ -194,7 +250,8 @@ func (r *Replica) onFetchTimeout(ctx actor.Context, msg fetchTimeout) {
 	if !ok {
 		return // answered already
 	}
-	delete(r.waiting, msg.id)
+	r.unpark(msg.id, p)
+	r.shrinkParked()
 	if r.log == nil {
 		r.reply(ctx, p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"), p.start)
 		return

@@ -12,7 +12,8 @@
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH, INVALID_TOPIC_EXCEPTION (a ProduceRequest to an
 // internal topic, which only its coordinator's InternalProduce may write),
-// INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS,
+// INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT (acks=all:
+// the wait timed out, or too many wait already),
 // MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, KAFKA_STORAGE_ERROR,
 // OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH.
 //
@@ -28,6 +29,11 @@
 // state in the log: a retry of one of the producer's last five batches is
 // answered with the original batch's offsets and not written again; a gap
 // in the sequence or an older producer epoch is refused.
+//
+// At most Config.MaxParkedAcks acks=all requests wait for the high
+// watermark; one beyond that is refused before its batch is appended, with
+// REQUEST_TIMED_OUT (retriable: the client sends it again, and nothing was
+// written). See parked.go.
 
 package replica
 
@@ -66,6 +72,14 @@ type parkedProduce struct {
 // InternalProduce, the only way into an internal topic's partition.
 func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, internal bool) {
 	start := time.Now()
+	// Parked fetches are woken after the produce is answered: it need not
+	// wait for their reads.
+	grew := false
+	defer func() {
+		if grew {
+			r.wakeFetches(ctx)
+		}
+	}()
 	resp := &messages.ProduceResponse{
 		CorrelationId:   req.CorrelationId,
 		Topic:           req.Topic,
@@ -88,6 +102,15 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUIRED_ACKS, "acks must be 0, 1 or all"
 		}
 	}
+	if code == 0 && req.Acks == messages.Acks_ACKS_ALL && len(r.waitingAcks) >= r.cfg.MaxParkedAcks {
+		r.acksRefused++
+		code, msg = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
+			fmt.Sprintf("%d acks=all requests already wait for the in-sync replicas (the limit); the batch was not written, retry", len(r.waitingAcks))
+		if r.acksRefused&(r.acksRefused-1) == 0 { // 1, 2, 4, 8...: a flood logs a few lines
+			r.logger.WithFields(logrus.Fields{"parked": len(r.waitingAcks), "limit": r.cfg.MaxParkedAcks, "refused": r.acksRefused}).
+				Warn("too many acks=all produces waiting; refusing")
+		}
+	}
 	records := 0
 	required := int64(-1)
 	if code == 0 {
@@ -106,8 +129,10 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 				r.logger.WithFields(logrus.Fields{"base_offset": info.FirstOffset, "last_offset": info.LastOffset}).Debug("duplicate batch; answering with its original offsets")
 			} else {
 				records = int(info.LastOffset - info.FirstOffset + 1)
+				r.growth.add(info.LastOffset+1, info.Bytes)
 				r.leader.OnLeaderAppend(r.log.LogEndOffset(), time.Now())
-				r.onLogGrew(ctx)
+				r.takeHighWatermark(ctx)
+				grew = true
 			}
 		}
 	}
@@ -161,6 +186,7 @@ func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, r
 		resp: resp, sender: ctx.Sender(), required: required, start: start, records: records, bytes: len(req.Records),
 		timer: time.AfterFunc(wait, func() { root.Send(self, produceTimeout{id: id}) }),
 	}
+	r.acksPeak = max(r.acksPeak, len(r.waitingAcks))
 }
 
 // completeProduces answers the acks=all requests the high watermark now
@@ -178,6 +204,7 @@ func (r *Replica) completeProduces(ctx actor.Context) {
 		}
 		ctx.Send(p.sender, p.resp)
 	}
+	r.shrinkParked()
 }
 
 func (r *Replica) onProduceTimeout(ctx actor.Context, m produceTimeout) {
@@ -186,6 +213,7 @@ func (r *Replica) onProduceTimeout(ctx actor.Context, m produceTimeout) {
 		return // answered already
 	}
 	delete(r.waitingAcks, m.id)
+	r.shrinkParked()
 	p.resp.ErrorCode = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
 	p.resp.ErrorMessage = fmt.Sprintf("the in-sync replicas did not all have the batch within the timeout (high watermark %d, batch ends at %d)", r.hw, p.required)
 	ctx.Send(p.sender, p.resp)
@@ -196,10 +224,16 @@ func (r *Replica) onProduceTimeout(ctx actor.Context, m produceTimeout) {
 // parked fetches (followers wait for the log end, consumers for the high
 // watermark).
 func (r *Replica) onLogGrew(ctx actor.Context) {
+	r.takeHighWatermark(ctx)
+	r.wakeFetches(ctx)
+}
+
+// takeHighWatermark takes the leader state's high watermark and answers
+// the acks=all requests it passes.
+func (r *Replica) takeHighWatermark(ctx actor.Context) {
 	if hw := r.leader.HighWatermark(); hw > r.hw {
 		r.hw = hw
 		r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, hw)
 		r.completeProduces(ctx)
 	}
-	r.wakeFetches(ctx)
 }

@@ -80,6 +80,12 @@ type Config struct {
 	// DefaultReplicaFetchResponseMaxBytes). The first batch is returned whole
 	// even past the cap (fetch.go).
 	FetchMaxBytes, ReplicaFetchResponseMaxBytes int
+	// MaxParkedFetches bounds the long-poll fetches waiting for data
+	// (default DefaultMaxParkedFetches); a fetch beyond it is answered at
+	// once. MaxParkedAcks bounds the acks=all produces waiting for the
+	// high watermark (default DefaultMaxParkedAcks); one beyond it is
+	// refused, unwritten, with REQUEST_TIMED_OUT (parked.go).
+	MaxParkedFetches, MaxParkedAcks int
 	// Metrics receives per-request observations (optional).
 	Metrics Metrics
 	// Logger (logrus.StandardLogger when nil).
@@ -153,6 +159,14 @@ type State struct {
 	LeaderEpoch    int32
 	// ParkedFetches is how many long-poll fetches wait for data.
 	ParkedFetches int
+	// ParkedAcks is how many acks=all produces wait for the high watermark.
+	ParkedAcks int
+	// FetchesNotParked and AcksRefused count the requests turned away
+	// by the caps (MaxParkedFetches, MaxParkedAcks) since the start.
+	FetchesNotParked, AcksRefused uint64
+	// WakeReads counts the log reads made to wake parked fetches, a
+	// measure of what appends cost while fetches are parked.
+	WakeReads uint64
 }
 
 // GetState asks a replica for its State (reply: State).
@@ -181,8 +195,18 @@ type Replica struct {
 	nextWait uint64 // ids of parked fetches and acks=all produces, unique across incarnations
 	// acks=all produce requests waiting for the high watermark.
 	waitingAcks map[uint64]*parkedProduce
-	retention   *time.Ticker
-	stopTick    chan struct{}
+	// The largest sizes of the maps since they were last recreated, and
+	// the requests the caps turned away (parked.go).
+	waitingPeak, acksPeak                    int
+	fetchesNotParked, acksRefused, wakeReads uint64
+	// parkedFollowers counts the parked follower fetches; wokeHW and
+	// wokeLEO are the bounds the last wake-up saw (fetch.go).
+	parkedFollowers int
+	wokeHW, wokeLEO int64
+	// growth counts the bytes appended, for waking parked fetches.
+	growth    byteClock
+	retention *time.Ticker
+	stopTick  chan struct{}
 }
 
 // Props returns the props of a replica actor for cfg.
@@ -214,6 +238,12 @@ func newReplica(cfg Config) *Replica {
 	}
 	if cfg.ReplicaFetchResponseMaxBytes <= 0 {
 		cfg.ReplicaFetchResponseMaxBytes = DefaultReplicaFetchResponseMaxBytes
+	}
+	if cfg.MaxParkedFetches <= 0 {
+		cfg.MaxParkedFetches = DefaultMaxParkedFetches
+	}
+	if cfg.MaxParkedAcks <= 0 {
+		cfg.MaxParkedAcks = DefaultMaxParkedAcks
 	}
 	r := &Replica{
 		cfg:     cfg,
@@ -319,6 +349,7 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	}
 	r.leader.OnLeaderAppend(l.LogEndOffset(), now)
 	r.hw = r.leader.HighWatermark()
+	r.growth.reset(l.LogEndOffset())
 	if err := l.AssignEpoch(r.epoch, l.LogEndOffset()); err != nil {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
 	}
@@ -388,7 +419,7 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		close(r.stopTick)
 	}
 	for id, p := range r.waiting {
-		delete(r.waiting, id)
+		r.unpark(id, p)
 		p.timer.Stop()
 		ctx.Send(p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"))
 	}
@@ -400,6 +431,7 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		p.resp.ErrorCode, p.resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "leader stopping before the in-sync replicas had the batch"
 		ctx.Send(p.sender, p.resp)
 	}
+	r.shrinkParked()
 	if r.log != nil {
 		r.checkpointHighWatermark()
 		if err := r.log.Close(); err != nil {
@@ -427,10 +459,12 @@ func (r *Replica) onRetention() {
 }
 
 func (r *Replica) state() State {
-	if r.log == nil {
-		return State{LeaderEpoch: r.epoch, HighWatermark: r.hw, ParkedFetches: len(r.waiting)}
+	st := State{LeaderEpoch: r.epoch, HighWatermark: r.hw, ParkedFetches: len(r.waiting), ParkedAcks: len(r.waitingAcks),
+		FetchesNotParked: r.fetchesNotParked, AcksRefused: r.acksRefused, WakeReads: r.wakeReads}
+	if r.log != nil {
+		st.LogStartOffset, st.LogEndOffset = r.log.LogStartOffset(), r.log.LogEndOffset()
 	}
-	return State{LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw, LeaderEpoch: r.epoch, ParkedFetches: len(r.waiting)}
+	return st
 }
 
 // checkEpoch compares a request's leader epoch with ours (-1: no check).
