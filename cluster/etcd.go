@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
 // Values of EtcdConfig.ClusterState.
@@ -83,6 +84,11 @@ type EtcdConfig struct {
 	// auto-compaction); watches cannot resume from older revisions.
 	// Default DefaultEtcdCompactionRetention; negative disables compaction.
 	CompactionRetention time.Duration
+	// Limiter, when set, limits the connections of the member's client
+	// and peer ports (etcdlimit.go): the process listens on ClientURL and
+	// PeerURL itself and relays to the member's private loopback ports.
+	// Default: none, etcd listens on them directly.
+	Limiter *netlimit.Limiter
 	// Logger receives etcd's server and client logs at warn level and
 	// above. Default: logrus's standard logger.
 	Logger *logrus.Entry
@@ -96,6 +102,7 @@ type Etcd struct {
 	clientURL string
 	logger    *logrus.Entry
 	stopping  *atomic.Bool // set by Close: quiets shutdown noise
+	fronts    *etcdFronts  // with EtcdConfig.Limiter: the limited ports
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -168,10 +175,25 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.DataDir
-	ec.ListenClientUrls = []url.URL{listenURL(*cu)}
+	if ec.ListenClientUrls, err = listenURLs(ctx, *cu); err != nil {
+		return nil, fmt.Errorf("cluster: start etcd member %q: client URL: %w", cfg.Name, err)
+	}
 	ec.AdvertiseClientUrls = []url.URL{*cu}
-	ec.ListenPeerUrls = []url.URL{listenURL(*pu)}
+	if ec.ListenPeerUrls, err = listenURLs(ctx, *pu); err != nil {
+		return nil, fmt.Errorf("cluster: start etcd member %q: peer URL: %w", cfg.Name, err)
+	}
 	ec.AdvertisePeerUrls = []url.URL{*pu}
+	var fronts *etcdFronts
+	if cfg.Limiter != nil {
+		// Bound before the member starts, so that peers reach this
+		// member while it waits for its quorum (the connections wait in
+		// the backlog until the relays start).
+		if fronts, err = listenFronts(cfg.Limiter, ec.ListenClientUrls, ec.ListenPeerUrls, logger); err != nil {
+			return nil, fmt.Errorf("cluster: start etcd member %q: %w", cfg.Name, err)
+		}
+		ec.ListenClientUrls = []url.URL{privateURL(*cu)}
+		ec.ListenPeerUrls = []url.URL{privateURL(*pu)}
+	}
 	ec.InitialCluster = cfg.InitialCluster
 	ec.ClusterState = cfg.ClusterState
 	ec.InitialClusterToken = cfg.InitialClusterToken
@@ -200,8 +222,15 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	start := time.Now()
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
+		fronts.Close()
 		return nil, fmt.Errorf("cluster: start etcd member %q (data dir %s, client %s, peer %s): %w",
 			cfg.Name, cfg.DataDir, cfg.ClientURL, cfg.PeerURL, err)
+	}
+	dialURL := cu.String()
+	if fronts != nil {
+		fronts.serve(e.Clients[0].Addr().String(), e.Peers[0].Listener.Addr().String())
+		// The member's own client skips the relay.
+		dialURL = cu.Scheme + "://" + e.Clients[0].Addr().String()
 	}
 	var deadline <-chan time.Time
 	if cfg.ReadyTimeout > 0 {
@@ -240,11 +269,12 @@ wait:
 		stopping.Store(true)
 		e.Server.Stop()
 		e.Close()
+		fronts.Close()
 		return nil, fmt.Errorf("cluster: start etcd member %q (%s): %w", cfg.Name, cfg.ClusterState, waitErr)
 	}
 
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{cu.String()},
+		Endpoints:   []string{dialURL},
 		DialTimeout: 5 * time.Second,
 		Logger:      zlog.Named("etcd-client"),
 		// AutoSyncInterval stays 0: the client must not discover and
@@ -253,6 +283,7 @@ wait:
 	if err != nil {
 		stopping.Store(true)
 		e.Close()
+		fronts.Close()
 		return nil, fmt.Errorf("cluster: etcd member %q: client for %s: %w", cfg.Name, cfg.ClientURL, err)
 	}
 	logger.WithFields(logrus.Fields{
@@ -260,7 +291,7 @@ wait:
 		"member_id":     e.Server.MemberID().String(),
 		"took":          time.Since(start).Round(time.Millisecond),
 	}).Info("etcd member ready")
-	return &Etcd{etcd: e, client: client, clientURL: cu.String(), logger: logger, stopping: stopping}, nil
+	return &Etcd{etcd: e, client: client, clientURL: cu.String(), logger: logger, stopping: stopping, fronts: fronts}, nil
 }
 
 // Client returns a client connected to this member only. It is owned by
@@ -285,17 +316,8 @@ func (e *Etcd) Close() error {
 		}
 		e.etcd.Close()
 		<-e.etcd.Server.StopNotify()
+		e.fronts.Close()
 		e.logger.Info("etcd member stopped")
 	})
 	return e.closeErr
-}
-
-// listenURL is the URL etcd binds for an advertised URL: the same, unless
-// its host is a name (etcd binds IPs only), then every interface on its
-// port — a container advertises its service name and listens on 0.0.0.0.
-func listenURL(u url.URL) url.URL {
-	if host := u.Hostname(); host != "" && net.ParseIP(host) == nil && host != "localhost" {
-		u.Host = net.JoinHostPort("0.0.0.0", u.Port())
-	}
-	return u
 }

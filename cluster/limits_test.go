@@ -104,3 +104,40 @@ func TestAssignReplicasRefusesHugeRequests(t *testing.T) {
 		t.Fatalf("AssignReplicas(MaxPartitionsPerTopic) = %d lists, %v", len(got), err)
 	}
 }
+
+// The connection default is half the descriptors the partition capacity
+// keeps in reserve, so partitions at capacity plus connections at their
+// limit leave the other half for etcd and the rest.
+func TestDefaultMaxConnections(t *testing.T) {
+	tests := []struct {
+		nofile       uint64
+		total, perIP int
+	}{
+		{64, 16, 8},
+		{1024, 256, 128},
+		{2048, 512, 256},
+		{20000, 512, 256},
+		{1 << 20, 512, 256},
+		{math.MaxUint64, 512, 256},
+	}
+	for _, tt := range tests {
+		total := cluster.DefaultMaxConnections(tt.nofile)
+		if total != tt.total {
+			t.Errorf("DefaultMaxConnections(%d) = %d, want %d", tt.nofile, total, tt.total)
+		}
+		if got := cluster.DefaultMaxConnectionsPerIP(total); got != tt.perIP {
+			t.Errorf("DefaultMaxConnectionsPerIP(%d) = %d, want %d", total, got, tt.perIP)
+		}
+		if tt.nofile > 1<<40 {
+			continue
+		}
+		used := uint64(cluster.PartitionCapacity(tt.nofile))*cluster.DescriptorsPerPartition + uint64(total)
+		reserve := min(uint64(cluster.ReservedDescriptors), tt.nofile/2)
+		if left := tt.nofile - used; left < reserve/2 {
+			t.Errorf("nofile %d: partitions at capacity and %d connections leave %d descriptors, want at least %d", tt.nofile, total, left, reserve/2)
+		}
+	}
+	if got := cluster.DefaultMaxConnectionsPerIP(1); got != 1 {
+		t.Errorf("DefaultMaxConnectionsPerIP(1) = %d, want 1", got)
+	}
+}

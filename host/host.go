@@ -36,6 +36,7 @@ import (
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/cluster/netlimit"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -100,6 +101,27 @@ type Config struct {
 	// GroupMinSessionTimeout is the shortest session timeout a consumer
 	// may ask for (Kafka's group.min.session.timeout.ms; 0: 6 s).
 	GroupMinSessionTimeout time.Duration
+	// MaxConnections bounds the connections the host holds open over all
+	// its listeners: the remote, HTTP, and the embedded etcd's client and
+	// peer ports, each of whose connections counts three (Kafka's
+	// max.connections; 0: cluster.HostMaxConnections(), half the
+	// descriptors kept out of the partition capacity). Connections over
+	// it are closed as they arrive.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds those from one address (Kafka's
+	// max.connections.per.ip; 0: cluster.DefaultMaxConnectionsPerIP, half
+	// of MaxConnections).
+	MaxConnectionsPerIP int
+	// RestartBackoff and RestartBackoffMax bound the wait before the
+	// broker or controller actor, when it stops unexpectedly, is respawned:
+	// the first, doubled per consecutive death up to the second (defaults
+	// DefaultRestartBackoff, DefaultRestartBackoffMax; supervisor.go).
+	RestartBackoff, RestartBackoffMax time.Duration
+	// HealthDescriptorRatio, when set, is the part of the soft
+	// RLIMIT_NOFILE in use above which /healthz fails (at most 1; 0: when
+	// fewer than HealthDescriptorHeadroom, or 10 % of the limit, remain
+	// free).
+	HealthDescriptorRatio float64
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Logger
 }
@@ -150,6 +172,24 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
+	}
+	if c.RestartBackoff < 0 || c.RestartBackoffMax < 0 {
+		return c, fmt.Errorf("host: restart backoff %v up to %v: want positive durations", c.RestartBackoff, c.RestartBackoffMax)
+	}
+	if !(c.HealthDescriptorRatio >= 0 && c.HealthDescriptorRatio <= 1) {
+		return c, fmt.Errorf("host: health descriptor ratio %v: want a fraction in [0, 1]", c.HealthDescriptorRatio)
+	}
+	if c.MaxConnections < 0 {
+		return c, fmt.Errorf("host: --max-connections %d: want a positive number (0: the default)", c.MaxConnections)
+	}
+	if c.MaxConnectionsPerIP < 0 {
+		return c, fmt.Errorf("host: --max-connections-per-ip %d: want a positive number (0: the default)", c.MaxConnectionsPerIP)
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = cluster.HostMaxConnections()
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = cluster.DefaultMaxConnectionsPerIP(c.MaxConnections)
 	}
 	h, p, err := net.SplitHostPort(c.Listen)
 	if err != nil {
@@ -261,10 +301,18 @@ type Host struct {
 	// localController is this host's controller activation, if it has one.
 	localController atomic.Pointer[actor.PID]
 	metrics         *Metrics
+	conns           *netlimit.Limiter // limits the connections of every listener
 	http            *http.Server
 	broker          *actor.PID
 	stopOnce        sync.Once
 	stopErr         error
+
+	// fencing is set when the lease is lost, before anything is stopped.
+	fencing atomic.Bool
+	// watchdog respawns the broker and controller (supervisor.go);
+	// brokerHealth is the broker's report on its partitions, for /healthz.
+	watchdog     *actor.PID
+	brokerHealth *broker.Health
 }
 
 // Start boots a host and returns once it serves requests.
@@ -286,6 +334,8 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 
 func (h *Host) start(ctx context.Context) error {
 	cfg := h.cfg
+	// Before /healthz serves: it reads it.
+	h.brokerHealth = broker.NewHealth()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("host: data dir: %w", err)
 	}
@@ -311,7 +361,16 @@ func (h *Host) start(ctx context.Context) error {
 	h.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return client.NewSlogLogger(h.logger.WithField("component", "protoactor"))
 	}))
-	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, client.WithGuardLogger(h.logger.WithField("component", "remote-guard")))
+	h.conns, err = netlimit.New(netlimit.Limits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP}, h.logger)
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	if reserved := cluster.HostMaxConnections(); cfg.MaxConnections > reserved {
+		h.logger.WithFields(logrus.Fields{"max_connections": cfg.MaxConnections, "reserved_for_connections": reserved}).
+			Warn("--max-connections is above the descriptors RLIMIT_NOFILE reserves for connections: raise the limit too, or a host holding its full partition capacity may run out of descriptors")
+	}
+	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, client.WithGuardLogger(h.logger.WithField("component", "remote-guard")),
+		client.WithConnectionLimiter(h.conns))
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -355,10 +414,17 @@ func (h *Host) start(ctx context.Context) error {
 	// it. A standby takes over the moment the controller's session lease
 	// lapses, without waiting for protoactor to notice the member is gone
 	// and place a new activation (that cost 4-5 s more per failover).
-	ctrl, err := h.system.Root.SpawnNamed(controller.Props(controller.Config{
+	// Both run under the watchdog, which respawns them should they stop
+	// while the host runs.
+	h.watchdog = h.system.Root.Spawn(watchdogProps(watchdogConfig{
+		backoff: cfg.RestartBackoff, backoffMax: cfg.RestartBackoffMax,
+		retired:   func() bool { return h.stopping.Load() || h.fencing.Load() },
+		restarted: h.metrics.ActorRestarted, logger: h.logger,
+	}))
+	ctrl, err := h.supervise(messages.ControllerActorID, controller.Props(controller.Config{
 		HostID: h.hostID.Load(), Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
-	}), messages.ControllerActorID)
+	}))
 	if err != nil {
 		return fmt.Errorf("host: spawn controller: %w", err)
 	}
@@ -371,18 +437,35 @@ func (h *Host) start(ctx context.Context) error {
 	if err := gcfg.Validate(); err != nil {
 		return fmt.Errorf("host: consumer group settings: %w", err)
 	}
-	h.broker, err = h.system.Root.SpawnNamed(broker.Props(broker.Config{
+	brk, err := h.supervise(messages.BrokerActorID, broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
-		Group: &gcfg,
-	}), messages.BrokerActorID)
+		Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics,
+	}))
+	h.brokerMu.Lock()
+	h.broker = brk
+	h.brokerMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)
 	}
 	go h.watchLease(h.reg)
 	h.logger.WithFields(logrus.Fields{"host_id": h.hostID.Load(), "broker_epoch": h.reg.Epoch(), "listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
 	return nil
+}
+
+// supervise has the watchdog spawn props at the root under name and
+// respawn it whenever it stops while the host runs.
+func (h *Host) supervise(name string, props *actor.Props) (*actor.PID, error) {
+	res, err := h.system.Root.RequestFuture(h.watchdog, &superviseChild{name: name, props: props}, 10*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", name, err)
+	}
+	r, ok := res.(*superviseResult)
+	if !ok {
+		return nil, fmt.Errorf("spawn %s: watchdog answered %T", name, res)
+	}
+	return r.pid, r.err
 }
 
 // startMember starts the protoactor cluster member, turning its panics
@@ -420,6 +503,7 @@ func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Sto
 			// Wait for the other voters as long as the caller does (they
 			// may start later, or a restarted member may be cut off).
 			ReadyTimeout: -1,
+			Limiter:      h.conns,
 			Logger:       h.logger.WithField("component", "etcd"),
 		})
 		if err != nil {
@@ -492,6 +576,7 @@ func (h *Host) watchLease(reg *cluster.Registration) {
 		return
 	}
 	h.fenceOnce.Do(func() {
+		h.fencing.Store(true) // the watchdog respawns neither
 		h.logger.WithField("broker_epoch", reg.Epoch()).Error("host registration lease lost: fenced; stopping all replicas and the controller")
 		h.stopBroker(false)
 		if pid := h.localController.Load(); pid != nil {
@@ -517,6 +602,9 @@ func (h *Host) stopBroker(drain bool) error {
 		return nil
 	}
 	var errs []error
+	if _, alive := h.system.ProcessRegistry.GetLocal(h.broker.GetId()); !alive {
+		drain = false // it died and is not respawned any more: nothing to drain
+	}
 	if drain {
 		if _, err := h.system.Root.RequestFuture(h.broker, &broker.Drain{}, 30*time.Second).Result(); err != nil {
 			errs = append(errs, fmt.Errorf("drain replicas: %w", err))
@@ -524,6 +612,16 @@ func (h *Host) stopBroker(drain bool) error {
 	}
 	if err := h.system.Root.PoisonFuture(h.broker).Wait(); err != nil {
 		errs = append(errs, fmt.Errorf("stop broker: %w", err))
+	}
+	// A respawn the watchdog began just before the host retired it may
+	// have brought a new incarnation up meanwhile.
+	for i := 0; i < 3; i++ {
+		if _, alive := h.system.ProcessRegistry.GetLocal(h.broker.GetId()); !alive {
+			break
+		}
+		if err := h.system.Root.PoisonFuture(h.broker).Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("stop respawned broker: %w", err))
+		}
 	}
 	h.broker = nil
 	return errors.Join(errs...)
@@ -552,21 +650,16 @@ func (h *Host) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/heap", pprof.Index)
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-h.reg.Done():
-			http.Error(w, "host registration lost", http.StatusServiceUnavailable)
-			return
-		default:
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, "{\"status\":\"ok\",\"host_id\":%d,\"name\":%q}\n", h.hostID.Load(), h.cfg.Name)
-	})
+	mux.HandleFunc("/healthz", h.serveHealth) // health.go
 	ln, err := net.Listen("tcp", h.cfg.HTTP)
 	if err != nil {
 		return fmt.Errorf("host: http listen: %w", err)
 	}
-	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln = h.conns.Listener("http", ln)
+	h.metrics.Registry.MustRegister(h.conns)
+	// IdleTimeout: a keep-alive connection waiting for its next request
+	// holds a connection slot; without it, for ever.
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := h.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.logger.WithError(err).Error("http server stopped")

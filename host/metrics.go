@@ -1,6 +1,7 @@
 // metrics.go: the host's Prometheus metrics — produce and fetch request
-// rates and latencies, bytes in and out, and each partition's log end
-// offset — implementing replica.Metrics.
+// rates and latencies, bytes in and out, each partition's log end offset,
+// and the actors respawned after they stopped unexpectedly — implementing
+// replica.Metrics and broker.RestartCounter.
 
 package host
 
@@ -22,6 +23,7 @@ type Metrics struct {
 	bytesOut     *prometheus.CounterVec
 	recordsIn    *prometheus.CounterVec
 	logEndOffset *prometheus.GaugeVec
+	restarts     *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors (and Go/process collectors) in a new
@@ -49,8 +51,11 @@ func NewMetrics() *Metrics {
 		logEndOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "actorlog_log_end_offset", Help: "Log end offset (high watermark) of each partition led here.",
 		}, []string{"topic", "partition"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "actorlog_actor_restarts_total", Help: "Actors respawned after they stopped unexpectedly, by kind (broker, controller, replica, coordinator).",
+		}, []string{"actor"}),
 	}
-	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset,
+	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset, m.restarts,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -75,6 +80,11 @@ func (m *Metrics) Fetched(topic string, _ int32, bytes int, took time.Duration, 
 // LogEndOffset records a partition's log end offset.
 func (m *Metrics) LogEndOffset(topic string, partition int32, offset int64) {
 	m.logEndOffset.WithLabelValues(topic, strconv.Itoa(int(partition))).Set(float64(offset))
+}
+
+// ActorRestarted counts one respawn of an actor of kind.
+func (m *Metrics) ActorRestarted(kind string) {
+	m.restarts.WithLabelValues(kind).Inc()
 }
 
 // Forget drops a partition's gauges (after it is deleted or moves away).

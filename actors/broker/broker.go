@@ -8,6 +8,12 @@
 // topics and of partitions reassigned away from this host, and forwards
 // admin requests to the controller.
 //
+// It supervises its replicas (restart.go): one that stops unexpectedly,
+// or cannot be started, is reported in Health (read by the host's
+// /healthz) and reopened after a backoff. Logs are deleted off the
+// actor's goroutine: a directory is renamed to a tombstone and removed in
+// the background (remover.go).
+//
 // Metadata is held to the admin requests' rules (limits.go): topic
 // records that fail validation never reach the broker (the Store reports
 // them; a topic whose record went bad keeps running as it was, and its
@@ -42,6 +48,7 @@ import (
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 // partitionMetadataFile records, in each partition directory, which topic
@@ -83,7 +90,33 @@ type Config struct {
 	// RLIMIT_NOFILE). Beyond it, replicas already running are kept and
 	// new ones are not started (logged at error level).
 	MaxPartitionsPerHost int
-	Logger               *logrus.Entry
+	// Health receives the partitions' health, for the host's /healthz
+	// (nil: one the broker keeps to itself). Share one between the
+	// incarnations of a broker the host respawns.
+	Health *Health
+	// Restarts counts the children the broker reopened after they stopped
+	// unexpectedly (optional).
+	Restarts RestartCounter
+	// ReplicaRestartBackoff and ReplicaRestartBackoffMax bound the wait
+	// before a replica that stopped unexpectedly, or could not be
+	// started, is reopened: the first, doubled per consecutive failure up
+	// to the second (defaults DefaultReplicaRestartBackoff and
+	// DefaultReplicaRestartBackoffMax).
+	ReplicaRestartBackoff, ReplicaRestartBackoffMax time.Duration
+	// LogFS is the partition logs' file system (nil: storage.OSFS); tests
+	// inject faults.
+	LogFS storage.FS
+	// RemoveDir removes a discarded partition directory, on a goroutine of
+	// its own (nil: os.RemoveAll); tests slow it down.
+	RemoveDir func(path string) error
+	Logger    *logrus.Entry
+}
+
+// RestartCounter counts the actors a supervisor reopened, by kind
+// ("replica", "coordinator"). Implementations must be safe for concurrent
+// use.
+type RestartCounter interface {
+	ActorRestarted(kind string)
 }
 
 // Drain asks the broker to stop its replicas after they have served every
@@ -116,6 +149,9 @@ type (
 		key    tp
 		remove bool
 	}
+	// reconcileNow runs reconcile once for any number of requests
+	// (reconcileSoon) queued before it.
+	reconcileNow struct{}
 )
 
 type tp struct {
@@ -156,6 +192,21 @@ type Broker struct {
 	// MaxPartitionsPerHost (logged when it changes).
 	overCapacity int
 
+	// health is shared with the host; remover outlives this incarnation.
+	health  *Health
+	remover *dirRemover
+	// restarts records the failures of replicas that stopped unexpectedly
+	// or could not be started (restart.go); retryTimer posts
+	// retryReplicas at retryTimerAt, the earliest pending reopen.
+	restarts     map[tp]*restartState
+	retryTimer   *time.Timer
+	retryTimerAt time.Time
+	// reconcilePending: a reconcileNow is queued.
+	reconcilePending bool
+	// draining: Drain stopped the replicas, or the broker is stopping
+	// (protoactor stops its children); none is started again.
+	draining bool
+
 	cancel context.CancelFunc
 }
 
@@ -173,16 +224,32 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
+	if cfg.Health == nil {
+		cfg.Health = NewHealth()
+	}
+	if cfg.ReplicaRestartBackoff <= 0 {
+		cfg.ReplicaRestartBackoff = DefaultReplicaRestartBackoff
+	}
+	if cfg.ReplicaRestartBackoffMax < cfg.ReplicaRestartBackoff {
+		cfg.ReplicaRestartBackoffMax = max(DefaultReplicaRestartBackoffMax, cfg.ReplicaRestartBackoff)
+	}
+	logger := cfg.Logger.WithField("component", "broker")
+	// One remover for every incarnation spawned from these props: a
+	// respawned broker does not start a second one on the same tombstones.
+	remover := newDirRemover(cfg.DataDir, cfg.RemoveDir, logger)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Broker{
 			cfg:      cfg,
-			logger:   cfg.Logger.WithField("component", "broker"),
+			logger:   logger,
 			topics:   map[string]*messages.TopicMetadata{},
 			hosts:    map[int32]*messages.HostInfo{},
 			replicas: map[tp]*running{},
 			stopping: map[tp]bool{},
+			health:   cfg.Health,
+			remover:  remover,
+			restarts: map[tp]*restartState{},
 		}
-	})
+	}, actor.WithSupervisor(stopOnFailure{logger: logger}))
 }
 
 // Receive dispatches the broker's messages.
@@ -198,10 +265,16 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.onHostChanged(ctx, msg)
 	case replicaStopped:
 		b.onReplicaStopped(ctx, msg)
+	case reconcileNow:
+		b.reconcilePending = false
+		b.reconcile(ctx)
 	case *replica.Opened:
-		if msg.Err != nil {
-			b.logger.WithError(msg.Err).WithFields(logrus.Fields{"topic": msg.Topic, "partition": msg.Partition}).Error("replica failed to open its log")
-		}
+		b.onOpened(msg)
+	case *actor.Terminated:
+		b.onTerminated(ctx, msg)
+	case retryReplicas:
+		b.retryTimer = nil
+		b.reconcile(ctx)
 	case *Drain:
 		b.onDrain(ctx)
 	case *messages.MetadataRequest:
@@ -219,21 +292,45 @@ func (b *Broker) Receive(ctx actor.Context) {
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,
 		*messages.ElectLeadersRequest, *messages.ReassignPartitionsRequest:
 		b.forwardAdmin(ctx, msg.(proto.Message))
-	case *actor.Stopping:
-		if b.cancel != nil {
-			b.cancel()
-		}
-	case *actor.Stopped, *actor.Restarting, *actor.Terminated:
+	case *actor.Stopping, *actor.Restarting:
+		// Restarting: the actor failed and protoactor replaces it with a
+		// new incarnation (its replicas are stopped first).
+		b.onStopping()
+	case *actor.Stopped:
 	default:
 		b.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("broker: unknown message")
 	}
 }
 
 func (b *Broker) onStarted(ctx actor.Context) {
+	// A new incarnation runs no replica yet; it reopens them all.
+	b.health.reset()
+	b.remover.sweepLeftovers()
 	wctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go b.follow(wctx, func(m any) { root.Send(self, m) })
+}
+
+func (b *Broker) onStopping() {
+	b.draining = true
+	if b.cancel != nil {
+		b.cancel()
+	}
+	if b.retryTimer != nil {
+		b.retryTimer.Stop()
+		b.retryTimer = nil
+	}
+}
+
+// reconcileSoon has reconcile run once after the messages queued now: a
+// topic of many partitions stopping sends one replicaStopped each, and
+// one reconcile for a burst of them is enough.
+func (b *Broker) reconcileSoon(ctx actor.Context) {
+	if !b.reconcilePending {
+		b.reconcilePending = true
+		ctx.Send(ctx.Self(), reconcileNow{})
+	}
 }
 
 // follow lists the metadata, posts a snapshot, then posts every change; on
@@ -384,11 +481,11 @@ func (b *Broker) removePartitionDir(key tp, topicID, why string) {
 			return
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := b.remover.discard(dir); err != nil {
 		log.WithError(err).Error("cannot remove partition's log")
 		return
 	}
-	log.Info("removed partition's log")
+	log.Info("removing partition's log (in the background)")
 }
 
 func (b *Broker) onHostChanged(ctx actor.Context, m hostChanged) {
@@ -434,8 +531,12 @@ func (b *Broker) hostAddresses() map[int32]string {
 // replica of (while the leader's host is known), restart replicas whose
 // leader epoch or config changed, and stop (removing their logs) replicas
 // of deleted topics. At most MaxPartitionsPerHost replicas run
-// (admitReplicas).
+// (admitReplicas). A replica that failed is reopened only once its
+// backoff has passed (restart.go); after Drain nothing is started.
 func (b *Broker) reconcile(ctx actor.Context) {
+	if b.draining {
+		return
+	}
 	var candidates []tp
 	parts := map[tp]*messages.PartitionState{}
 	for _, t := range b.topics {
@@ -459,6 +560,7 @@ func (b *Broker) reconcile(ctx actor.Context) {
 		}
 	}
 	want := map[tp]bool{}
+	now := time.Now()
 	for _, key := range admitted {
 		want[key] = true
 		t, p := b.topics[key.topic], parts[key]
@@ -467,7 +569,16 @@ func (b *Broker) reconcile(ctx actor.Context) {
 		case b.stopping[key]:
 			// Spawned again once the old one has stopped.
 		case !ok:
-			b.spawnReplica(ctx, t, p)
+			if at, waiting := b.backingOff(key, now); waiting {
+				b.armRetry(ctx, at)
+				continue
+			}
+			if err := b.spawnReplica(ctx, t, p); err != nil {
+				b.noteDown(key, err.Error(), true)
+				delay := b.scheduleRestart(ctx, key)
+				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition, "retry_in": delay}).
+					Error("replica not started; retrying after a backoff")
+			}
 		case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
 			b.stopReplica(ctx, key, r.topicID != t.TopicId)
 		case r.partitionEpoch != p.PartitionEpoch:
@@ -481,6 +592,7 @@ func (b *Broker) reconcile(ctx actor.Context) {
 			b.stopReplica(ctx, key, b.notHosted(key))
 		}
 	}
+	b.forgetRestarts(want)
 }
 
 // notHosted reports whether this host holds no replica of key by the
@@ -579,28 +691,28 @@ func admitReplicas(candidates []tp, running func(tp) bool, capacity int) ([]tp, 
 	return sorted[:max(capacity, 0)], len(sorted) - max(capacity, 0)
 }
 
-func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) {
+// spawnReplica starts the replica of p; an error says why it could not
+// (the caller reports it and retries).
+func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) error {
 	key := tp{t.Name, p.Partition}
-	log := b.logger.WithFields(logrus.Fields{"topic": t.Name, "partition": p.Partition})
 	scfg, err := cluster.StorageConfig(t.Configs)
 	if err != nil {
-		log.WithError(err).Error("topic configs invalid; replica not started")
-		return
+		return fmt.Errorf("topic configs invalid: %w", err)
 	}
 	minISR, err := cluster.MinInsyncReplicas(t.Configs)
 	if err != nil {
-		log.WithError(err).Error("topic configs invalid; replica not started")
-		return
+		return fmt.Errorf("topic configs invalid: %w", err)
 	}
 	dir, err := b.partitionDir(key)
 	if err != nil {
-		log.WithError(err).Error("replica not started")
-		return
+		return err
 	}
 	if err := b.claimDir(dir, t.TopicId); err != nil {
-		log.WithError(err).Error("cannot prepare partition directory; replica not started")
-		return
+		return fmt.Errorf("cannot prepare partition directory: %w", err)
 	}
+	scfg.FS = b.cfg.LogFS
+	health := b.health
+	scfg.OnFail = func(err error) { health.logFailed(key, err) }
 	var follow *actor.PID
 	var propose func(replica.ISRChange)
 	if p.Leader == b.cfg.HostID {
@@ -617,8 +729,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		Hosts: b.hostAddresses(), Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
 	}), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {
-		log.WithError(err).Error("cannot spawn replica")
-		return
+		return fmt.Errorf("cannot spawn replica: %w", err)
 	}
 	r := &running{pid: pid, epoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch, topicID: t.TopicId, configs: t.Configs}
 	if t.Name == messages.OffsetsTopic && follow == nil {
@@ -626,6 +737,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 	}
 	b.replicas[key] = r
 	ctx.Send(pid, b.liveHosts())
+	return nil
 }
 
 // claimDir creates a partition directory for topicID, wiping one that
@@ -638,7 +750,7 @@ func (b *Broker) claimDir(dir, topicID string) error {
 		return nil
 	case err == nil:
 		b.logger.WithField("dir", dir).Warn("removing a partition directory left by a deleted topic of the same name")
-		if err := os.RemoveAll(dir); err != nil {
+		if err := b.remover.discard(dir); err != nil {
 			return fmt.Errorf("remove stale %s: %w", dir, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
@@ -682,12 +794,18 @@ func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 func (b *Broker) onReplicaStopped(ctx actor.Context, m replicaStopped) {
 	delete(b.replicas, m.key)
 	delete(b.stopping, m.key)
+	// What was known of the stopped replica (a failed log) goes with it;
+	// one that failed stays down until it is reopened.
+	b.health.forget(m.key)
+	if rs := b.restarts[m.key]; rs != nil && rs.why != "" {
+		b.health.setDown(m.key, rs.why, true)
+	}
 	// The metadata may have moved on while the replica stopped (e.g. a
 	// restart for a new leader epoch, then a reassignment away from here).
 	if m.remove || b.notHosted(m.key) {
 		b.removePartitionDir(m.key, "", "topic deleted or partition reassigned away")
 	}
-	b.reconcile(ctx)
+	b.reconcileSoon(ctx)
 }
 
 // removeStrayDirs deletes partition directories of topics that no longer
@@ -703,7 +821,7 @@ func (b *Broker) removeStrayDirs(rejected map[string]bool) {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || rejected[topicOfDir(e.Name())] {
+		if !e.IsDir() || rejected[topicOfDir(e.Name())] || isTombstone(e.Name()) {
 			continue
 		}
 		dir, err := confinedDir(b.cfg.DataDir, e.Name())
@@ -724,11 +842,11 @@ func (b *Broker) removeStrayDirs(rejected map[string]bool) {
 			}
 			why = "partition reassigned away from this host"
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := b.remover.discard(dir); err != nil {
 			b.logger.WithError(err).WithField("dir", dir).Error("cannot remove stray partition directory")
 			continue
 		}
-		b.logger.WithFields(logrus.Fields{"dir": dir, "reason": why}).Info("removed stray partition directory")
+		b.logger.WithFields(logrus.Fields{"dir": dir, "reason": why}).Info("removing stray partition directory (in the background)")
 	}
 }
 
@@ -766,9 +884,7 @@ func partitionOfDir(t *messages.TopicMetadata, dir string) (tp, bool) {
 
 func (b *Broker) onDrain(ctx actor.Context) {
 	sender := ctx.Sender()
-	if b.cancel != nil {
-		b.cancel() // no new replicas from metadata changes
-	}
+	b.onStopping() // no replica is started again
 	var futures []*actor.Future
 	for key, r := range b.replicas {
 		if r.coordinator != nil {

@@ -2,8 +2,10 @@
 // host or client (DESIGN §8): gRPC message limits well above the largest
 // request, a small endpoint-writer batch, insecure transport credentials
 // (set explicitly, because WithDialOptions replaces protoactor's defaults),
-// the remote guard's interceptors (remoteguard.go, DESIGN §10), and a Start
-// that reports a listen failure as an error instead of a panic.
+// the remote guard's interceptors (remoteguard.go, DESIGN §10), the
+// connection limits and stream and keepalive bounds of the gRPC server
+// (issue 11), and a Start that reports a listen failure as an error
+// instead of a panic.
 
 package client
 
@@ -12,11 +14,17 @@ import (
 	"net"
 	"strconv"
 
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
 // MaxWireMessage is the gRPC message limit on both sides. Requests and
@@ -26,11 +34,46 @@ const MaxWireMessage = 128 << 20
 // MaxFetchBytes caps the bytes one fetch response may carry.
 const MaxFetchBytes = 32 << 20
 
+// Bounds of the remote's gRPC server (issue 11). protoactor opens one
+// long-lived Receive stream per peer connection, so a handful of streams
+// per connection is all the protocol uses.
+const (
+	// MaxConcurrentStreams bounds the streams one connection may have
+	// open (grpc-go's default is unlimited; HTTP/2 suggests at least 100).
+	MaxConcurrentStreams = 100
+	// ConnectionTimeout is how long a new connection has to complete
+	// the HTTP/2 preface and settings; one that sends nothing is closed
+	// after it (grpc-go's default is 120 s).
+	ConnectionTimeout = 10 * time.Second
+	// MaxConnectionIdle closes a connection that has had no stream open
+	// this long (Kafka's connections.max.idle.ms, 10 min). protoactor's
+	// peers always hold a stream; an idle connection is someone else's.
+	MaxConnectionIdle = 10 * time.Minute
+	// KeepaliveTime and KeepaliveTimeout: the server pings a connection
+	// silent for KeepaliveTime and closes it when the answer takes longer
+	// than KeepaliveTimeout, so connections of vanished peers (a host
+	// powered off, a partition) do not hold descriptors for ever.
+	KeepaliveTime    = time.Minute
+	KeepaliveTimeout = 20 * time.Second
+	// KeepaliveMinTime is the shortest ping interval a client may use;
+	// faster pingers are sent GOAWAY (protoactor's clients do not ping).
+	KeepaliveMinTime = 10 * time.Second
+)
+
 // RemoteOption adjusts the configuration RemoteConfig returns.
 type RemoteOption func(*remoteOptions)
 
 type remoteOptions struct {
 	guardLogger *logrus.Entry
+	limiter     *netlimit.Limiter
+}
+
+// WithConnectionLimiter counts the remote server's connections against
+// limiter (the host shares one between all its listeners). Default: a
+// limiter of the remote's own, with cluster.HostMaxConnections() and
+// cluster.DefaultMaxConnectionsPerIP of that.
+func WithConnectionLimiter(limiter *netlimit.Limiter) RemoteOption {
+	return func(o *remoteOptions) { o.limiter = limiter }
 }
 
 // WithGuardLogger sets the logger the remote guard reports refused
@@ -43,7 +86,12 @@ func WithGuardLogger(log *logrus.Entry) RemoteOption {
 // listen ("host:port", port 0 for any) and advertised as advertise (empty:
 // the listen address). Its gRPC server runs the remote guard
 // (remoteguard.go): handler panics are recovered, the unimplemented
-// Remoting calls refused, and message batches screened.
+// Remoting calls refused, and message batches screened. Its connections
+// are limited (WithConnectionLimiter) through the server's transport
+// credentials, since protoactor creates the listener itself and takes
+// only server options; streams per connection, handshake time and idle
+// connections are bounded (the constants above), and a message may be at
+// most MaxWireMessage.
 func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Config, error) {
 	var ro remoteOptions
 	for _, o := range options {
@@ -57,11 +105,31 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 	if err != nil || port < 0 || port > 65535 {
 		return nil, fmt.Errorf("listen address %q: bad port", listen)
 	}
-	guard := newRemoteGuard(ro.guardLogger)
+	// The guard drops envelopes whose sender claims to be this process.
+	// With port 0 (a client) the address is known only once listening;
+	// a client serves no internal requests, so none is needed there.
+	self := advertise
+	if self == "" && port != 0 {
+		self = listen
+	}
+	guard := newRemoteGuard(ro.guardLogger, self)
+	if ro.limiter == nil {
+		total := cluster.HostMaxConnections()
+		if ro.limiter, err = netlimit.New(netlimit.Limits{MaxConnections: total, MaxConnectionsPerIP: cluster.DefaultMaxConnectionsPerIP(total)}, ro.guardLogger); err != nil {
+			return nil, fmt.Errorf("remote %s: connection limits: %w", listen, err)
+		}
+	}
 	opts := []remote.ConfigOption{
 		remote.WithServerOptions(
 			grpc.MaxRecvMsgSize(MaxWireMessage), grpc.MaxSendMsgSize(MaxWireMessage),
 			grpc.ChainUnaryInterceptor(guard.unary), grpc.ChainStreamInterceptor(guard.stream),
+			grpc.Creds(ro.limiter.Credentials("remote", insecure.NewCredentials())),
+			grpc.MaxConcurrentStreams(MaxConcurrentStreams),
+			grpc.ConnectionTimeout(ConnectionTimeout),
+			grpc.KeepaliveParams(keepalive.ServerParameters{
+				MaxConnectionIdle: MaxConnectionIdle, Time: KeepaliveTime, Timeout: KeepaliveTimeout,
+			}),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
 		),
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -91,6 +91,7 @@ const protoSerializerID = 0
 const (
 	reasonTarget        = "target index out of range"
 	reasonSender        = "sender index out of range"
+	reasonLocalSender   = "sender claims to be in this process"
 	reasonTypeID        = "type index out of range"
 	reasonSerializer    = "serializer not accepted"
 	reasonUnknownType   = "unknown message type"
@@ -235,7 +236,13 @@ func checkPID(pid *actor.PID) error {
 // (the first reason found for each). When b as a whole breaks the limits
 // it returns an error wrapping errMalformed and leaves b unchanged.
 // b's tables are not touched, so the kept envelopes' indexes stay valid.
-func screenBatch(b *remote.MessageBatch) (map[string]int, error) {
+//
+// self is this process's own advertised address ("" when unknown): a sender
+// that came over the wire is never this process, so an envelope whose
+// sender claims it is a forgery aimed at the internal-request checks
+// (cluster.SenderIsHost), which take such a sender for the receiver's own
+// host.
+func screenBatch(b *remote.MessageBatch, self string) (map[string]int, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil batch", errMalformed)
 	}
@@ -273,7 +280,7 @@ func screenBatch(b *remote.MessageBatch) (map[string]int, error) {
 	var dropped map[string]int
 	kept := b.Envelopes[:0]
 	for _, e := range b.Envelopes {
-		if reason := checkEnvelope(b, e, types); reason != "" {
+		if reason := checkEnvelope(b, e, types, self); reason != "" {
 			if dropped == nil {
 				dropped = make(map[string]int)
 			}
@@ -291,7 +298,7 @@ func screenBatch(b *remote.MessageBatch) (map[string]int, error) {
 // types holds checkTypeName's verdict for each of b.TypeNames. Sender 0
 // means no sender; sender k is b.Senders[k-1] (protoactor's
 // deserializeSender).
-func checkEnvelope(b *remote.MessageBatch, e *remote.MessageEnvelope, types []string) string {
+func checkEnvelope(b *remote.MessageBatch, e *remote.MessageEnvelope, types []string, self string) string {
 	switch {
 	case e.Target < 0 || int(e.Target) >= len(b.Targets):
 		return reasonTarget
@@ -301,8 +308,21 @@ func checkEnvelope(b *remote.MessageBatch, e *remote.MessageEnvelope, types []st
 		return reasonTypeID
 	case e.SerializerId != protoSerializerID:
 		return reasonSerializer
+	case e.Sender > 0 && localSenderAddress(b.Senders[e.Sender-1].GetAddress(), self):
+		return reasonLocalSender
 	}
 	return types[e.TypeId]
+}
+
+// localSenderAddress reports whether a sender PID's address names no
+// process on the network — empty, or protoactor's address of PIDs in a
+// system without remote ("nonhost") — or names this process (self). The
+// internal-request checks (cluster.SenderIsHost) take such a sender for
+// the receiver itself, and a sender that did come over the wire always has
+// an address of its own it can be answered at, so an envelope claiming one
+// of these is a forgery.
+func localSenderAddress(addr, self string) bool {
+	return addr == "" || addr == "nonhost" || self != "" && addr == self
 }
 
 // remoteGuard holds the interceptors' logger and log rate limiter. Safe
@@ -310,13 +330,14 @@ func checkEnvelope(b *remote.MessageBatch, e *remote.MessageEnvelope, types []st
 type remoteGuard struct {
 	log   *logrus.Entry
 	limit rateLimiter
+	self  string // this process's advertised address; "" when unknown
 }
 
-func newRemoteGuard(log *logrus.Entry) *remoteGuard {
+func newRemoteGuard(log *logrus.Entry, self string) *remoteGuard {
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &remoteGuard{log: log.WithField("component", "remoteguard"), limit: rateLimiter{every: time.Second}}
+	return &remoteGuard{log: log.WithField("component", "remoteguard"), limit: rateLimiter{every: time.Second}, self: self}
 }
 
 // unary refuses the Remoting service's unary methods and recovers panics
@@ -424,7 +445,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 func (s *guardedStream) screen(rm *remote.RemoteMessage) (bool, error) {
 	switch t := rm.MessageType.(type) {
 	case *remote.RemoteMessage_MessageBatch:
-		dropped, err := screenBatch(t.MessageBatch)
+		dropped, err := screenBatch(t.MessageBatch, s.guard.self)
 		if err != nil {
 			return false, err
 		}

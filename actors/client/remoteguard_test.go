@@ -76,7 +76,7 @@ func testBatch(envs ...*remote.MessageEnvelope) *remote.MessageBatch {
 	return &remote.MessageBatch{
 		TypeNames: []string{metadataRequestName, "actor.PoisonPill", "no.such.Type"},
 		Targets:   []*actor.PID{actor.NewPID("h:1", "a"), actor.NewPID("h:1", "b")},
-		Senders:   []*actor.PID{actor.NewPID("h:2", "s")},
+		Senders:   []*actor.PID{actor.NewPID("h:2", "s"), actor.NewPID("h:1", "forged")},
 		Envelopes: envs,
 	}
 }
@@ -97,7 +97,7 @@ func TestScreenBatch(t *testing.T) {
 		{"no sender", with(func(e *remote.MessageEnvelope) { e.Sender = 0 }), ""},
 		{"target past end", with(func(e *remote.MessageEnvelope) { e.Target = 2 }), reasonTarget},
 		{"negative target", with(func(e *remote.MessageEnvelope) { e.Target = -1 }), reasonTarget},
-		{"sender past end", with(func(e *remote.MessageEnvelope) { e.Sender = 2 }), reasonSender},
+		{"sender past end", with(func(e *remote.MessageEnvelope) { e.Sender = 3 }), reasonSender},
 		{"negative sender", with(func(e *remote.MessageEnvelope) { e.Sender = -1 }), reasonSender},
 		{"type past end", with(func(e *remote.MessageEnvelope) { e.TypeId = 3 }), reasonTypeID},
 		{"negative type", with(func(e *remote.MessageEnvelope) { e.TypeId = -5 }), reasonTypeID},
@@ -106,11 +106,12 @@ func TestScreenBatch(t *testing.T) {
 		{"negative serializer", with(func(e *remote.MessageEnvelope) { e.SerializerId = -1 }), reasonSerializer},
 		{"poison pill", with(func(e *remote.MessageEnvelope) { e.TypeId = 1 }), reasonDeniedType},
 		{"unknown type", with(func(e *remote.MessageEnvelope) { e.TypeId = 2 }), reasonUnknownType},
+		{"sender claims this process", with(func(e *remote.MessageEnvelope) { e.Sender = 2 }), reasonLocalSender},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keep := good()
 			b := testBatch(keep, tc.env)
-			dropped, err := screenBatch(b)
+			dropped, err := screenBatch(b, "h:1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +158,7 @@ func TestScreenBatchMalformed(t *testing.T) {
 			if tc.b != nil {
 				before = slices.Clone(tc.b.Envelopes)
 			}
-			if _, err := screenBatch(tc.b); err == nil {
+			if _, err := screenBatch(tc.b, ""); err == nil {
 				t.Fatal("accepted")
 			}
 			if tc.b != nil && !slices.Equal(before, tc.b.Envelopes) {
@@ -188,7 +189,7 @@ func (f *fakeStream) RecvMsg(m any) error {
 func quietGuard() *remoteGuard {
 	l := logrus.New()
 	l.SetOutput(io.Discard)
-	return newRemoteGuard(logrus.NewEntry(l))
+	return newRemoteGuard(logrus.NewEntry(l), "")
 }
 
 // The guarded stream passes one server connect request and batches with

@@ -115,6 +115,10 @@ command line wins over the environment, which wins over the file.`,
 	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultConfig().MinSessionTimeout,
 		"the shortest session timeout a group member may ask for")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
+	f.IntVar(&cfg.MaxConnections, "max-connections", 0,
+		"connections the host keeps open over all its ports (Kafka's max.connections; etcd's ports count three each); more are closed as they arrive (default: half the descriptors RLIMIT_NOFILE keeps out of partitions, 512 at 2048 and above)")
+	f.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", 0,
+		"connections kept open from one address (Kafka's max.connections.per.ip; default half of --max-connections)")
 	// Hidden: tests that want many small segments through a topic config
 	// (e2e_test.go) lower Kafka 4's 1 MiB minimum of segment.bytes with
 	// it. Every host of a cluster needs the same value.

@@ -1,0 +1,117 @@
+// remote_test.go: the gRPC server RemoteConfig builds, started by
+// protoactor on a real port — its connections are limited by the
+// connection limiter (a connection over it is refused, and its slot
+// comes back when a client leaves) and each connection may open at most
+// MaxConcurrentStreams streams.
+
+package client
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/actorlog/actorlog/cluster/netlimit"
+)
+
+// startLimitedRemote starts a protoactor remote on a free loopback port
+// with RemoteConfig and limits, and returns its address.
+func startLimitedRemote(t *testing.T, limits netlimit.Limits) (string, *netlimit.Limiter) {
+	t.Helper()
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	lim, err := netlimit.New(limits, logrus.NewEntry(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RemoteConfig("127.0.0.1:0", "", WithGuardLogger(logrus.NewEntry(quiet)), WithConnectionLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actor.NewActorSystem()
+	r, err := StartRemote(sys, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(false) })
+	return sys.Address(), lim
+}
+
+// probe makes one unary call on cc: the remote guard answers
+// Unimplemented on a served connection.
+func probe(cc *grpc.ClientConn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := remote.NewRemotingClient(cc).ListProcesses(ctx, &remote.ListProcessesRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		return nil
+	}
+	return err
+}
+
+func dialRemote(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func TestRemoteConnectionLimit(t *testing.T) {
+	addr, lim := startLimitedRemote(t, netlimit.Limits{MaxConnections: 2, MaxConnectionsPerIP: netlimit.Unlimited})
+	a, b, c := dialRemote(t, addr), dialRemote(t, addr), dialRemote(t, addr)
+	if err := probe(a); err != nil {
+		t.Fatalf("first connection: %v", err)
+	}
+	if err := probe(b); err != nil {
+		t.Fatalf("second connection: %v", err)
+	}
+	if err := probe(c); err == nil {
+		t.Fatal("third connection served over max.connections=2")
+	}
+	if s := lim.Stats()["remote"]; s.RefusedTotal == 0 || s.Open != 2 {
+		t.Fatalf("limiter stats %+v, want refusals and 2 open", s)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for probe(c) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot for a new connection after one closed (stats %+v)", lim.Stats()["remote"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRemoteMaxConcurrentStreams(t *testing.T) {
+	addr, _ := startLimitedRemote(t, netlimit.Limits{MaxConnections: 10, MaxConnectionsPerIP: 10})
+	cc := dialRemote(t, addr)
+	if err := probe(cc); err != nil { // the server's settings have arrived
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rc := remote.NewRemotingClient(cc)
+	for i := range MaxConcurrentStreams {
+		if _, err := rc.Receive(ctx); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if _, err := rc.Receive(short); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("stream %d on one connection: %v, want to wait for a free stream until its deadline", MaxConcurrentStreams+1, err)
+	}
+}

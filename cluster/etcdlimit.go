@@ -1,0 +1,224 @@
+// etcdlimit.go: the connection limits of the embedded etcd member's ports
+// (issue 11). etcd creates its listeners itself and takes no listener
+// from its caller, and an etcd member exits when it meets EMFILE, so a
+// flood of connections to its client or peer port ended the host. With
+// EtcdConfig.Limiter set, the host binds the client and peer addresses
+// itself, behind the shared connection Limiter (cluster/netlimit), and
+// relays each connection it keeps to the member, which listens on private
+// loopback ports chosen by the kernel (127.0.0.1:0); the advertised URLs
+// stay the public ones. A relayed connection holds three descriptors in
+// the process (the accepted one, the relay's own, the member's), so it
+// counts three against the limits. The member's own client dials the
+// private client port directly.
+//
+// The private ports are reachable from this machine only, without the
+// limits; a peer on the network sees only the limited ones.
+
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/cluster/netlimit"
+)
+
+// relayWeight is what a relayed connection counts against the limits:
+// its descriptors in this process.
+const relayWeight = 3
+
+// etcdFront is a limited public listener relaying to one of the member's
+// private ports. Safe for concurrent use.
+type etcdFront struct {
+	ln   net.Listener
+	name string
+	log  *logrus.Entry
+
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	lastLog time.Time
+	wg      sync.WaitGroup
+}
+
+// listenFront binds u's host:port behind lim under name. It accepts
+// nothing until serve.
+func listenFront(lim *netlimit.Limiter, name string, u url.URL, log *logrus.Entry) (*etcdFront, error) {
+	ln, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	return &etcdFront{
+		ln: lim.Listener(name, ln, netlimit.WithWeight(relayWeight)), name: name,
+		log: log.WithField("listener", name), conns: map[net.Conn]struct{}{},
+	}, nil
+}
+
+// privateURL is the URL the member listens on behind a front of u: u's
+// scheme on a loopback port the kernel picks.
+func privateURL(u url.URL) url.URL {
+	return url.URL{Scheme: u.Scheme, Host: "127.0.0.1:0"}
+}
+
+// serve accepts connections and relays each to target until Close.
+func (f *etcdFront) serve(target string) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := f.ln.Accept()
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					f.log.WithError(err).Error("etcd port stopped accepting connections")
+				}
+				return
+			}
+			if !f.track(c) {
+				return
+			}
+			f.wg.Add(1)
+			go f.relay(c, target)
+		}
+	}()
+}
+
+// track registers c for Close; false (and c closed) once closed.
+func (f *etcdFront) track(c net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		closeQuietly(c)
+		return false
+	}
+	f.conns[c] = struct{}{}
+	return true
+}
+
+func (f *etcdFront) untrack(c net.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.conns, c)
+}
+
+// relay copies between c and a new connection to target, both ways, and
+// closes both when either side is done.
+func (f *etcdFront) relay(c net.Conn, target string) {
+	defer f.wg.Done()
+	defer f.untrack(c)
+	defer closeQuietly(c)
+	u, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		f.mu.Lock()
+		logIt := time.Since(f.lastLog) >= time.Second
+		if logIt {
+			f.lastLog = time.Now()
+		}
+		f.mu.Unlock()
+		if logIt {
+			f.log.WithError(err).WithField("remote", c.RemoteAddr().String()).Warn("cannot reach the etcd member's private port; connection dropped (logged at most once a second)")
+		}
+		return
+	}
+	if !f.track(u) {
+		return
+	}
+	defer f.untrack(u)
+	defer closeQuietly(u)
+	src := c
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		src = nc.NetConn() // a *net.TCPConn: io.Copy splices
+	}
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		defer func() { done <- struct{}{} }()
+		if _, err := io.Copy(dst, src); err != nil {
+			// A reset or a closed side: end both directions.
+			closeQuietly(dst)
+			closeQuietly(src)
+			return
+		}
+		// End of stream: pass the half-close on.
+		if cw, ok := dst.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
+			closeQuietly(dst)
+		}
+	}
+	go pipe(u, src)
+	go pipe(src, u)
+	<-done
+	<-done
+}
+
+// Close stops accepting, closes every relayed connection and waits for
+// the relays to end. Idempotent.
+func (f *etcdFront) Close() {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.closed = true
+	closeQuietly(f.ln)
+	for c := range f.conns {
+		closeQuietly(c)
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// closeQuietly closes c; the error of closing a connection that is being
+// torn down says nothing useful.
+func closeQuietly(c io.Closer) { _ = c.Close() }
+
+// etcdFronts are the fronts of a member's client and peer ports (one per
+// listen URL: a name may resolve to several of this machine's addresses).
+type etcdFronts struct{ client, peer []*etcdFront }
+
+// listenFronts binds every public listen address behind lim.
+func listenFronts(lim *netlimit.Limiter, client, peer []url.URL, log *logrus.Entry) (*etcdFronts, error) {
+	fs := &etcdFronts{}
+	for _, u := range client {
+		f, err := listenFront(lim, "etcd-client", u, log)
+		if err != nil {
+			fs.Close()
+			return nil, fmt.Errorf("listen on etcd client address %s: %w", u.Host, err)
+		}
+		fs.client = append(fs.client, f)
+	}
+	for _, u := range peer {
+		f, err := listenFront(lim, "etcd-peer", u, log)
+		if err != nil {
+			fs.Close()
+			return nil, fmt.Errorf("listen on etcd peer address %s: %w", u.Host, err)
+		}
+		fs.peer = append(fs.peer, f)
+	}
+	return fs, nil
+}
+
+// serve starts relaying the client fronts to clientTarget and the peer
+// fronts to peerTarget.
+func (fs *etcdFronts) serve(clientTarget, peerTarget string) {
+	for _, f := range fs.client {
+		f.serve(clientTarget)
+	}
+	for _, f := range fs.peer {
+		f.serve(peerTarget)
+	}
+}
+
+// Close closes every front; nil-safe.
+func (fs *etcdFronts) Close() {
+	if fs == nil {
+		return
+	}
+	for _, f := range append(fs.client, fs.peer...) {
+		f.Close()
+	}
+}
