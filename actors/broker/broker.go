@@ -579,8 +579,16 @@ func (b *Broker) reconcile(ctx actor.Context) {
 				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition, "retry_in": delay}).
 					Error("replica not started; retrying after a backoff")
 			}
-		case r.epoch != p.LeaderEpoch || r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
+		case r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
 			b.stopReplica(ctx, key, r.topicID != t.TopicId)
+		case r.epoch != p.LeaderEpoch && r.coordinator == nil && !(t.Name == messages.OffsetsTopic && p.Leader == b.cfg.HostID):
+			// A new leader epoch: the replica changes role in place,
+			// answering every request it already holds.
+			b.transitionReplica(ctx, t, p, r)
+		case r.epoch != p.LeaderEpoch:
+			// The offsets topic's leader runs a group coordinator beside
+			// it: restarted together.
+			b.stopReplica(ctx, key, false)
 		case r.partitionEpoch != p.PartitionEpoch:
 			// Same leadership, new ISR: the leader takes it in place.
 			r.partitionEpoch = p.PartitionEpoch
@@ -691,24 +699,21 @@ func admitReplicas(candidates []tp, running func(tp) bool, capacity int) ([]tp, 
 	return sorted[:max(capacity, 0)], len(sorted) - max(capacity, 0)
 }
 
-// spawnReplica starts the replica of p; an error says why it could not
-// (the caller reports it and retries).
-func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) error {
+// replicaConfig is the config of this host's replica of t's partition p,
+// as the metadata has it now.
+func (b *Broker) replicaConfig(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) (replica.Config, error) {
 	key := tp{t.Name, p.Partition}
 	scfg, err := cluster.StorageConfig(t.Configs)
 	if err != nil {
-		return fmt.Errorf("topic configs invalid: %w", err)
+		return replica.Config{}, fmt.Errorf("topic configs invalid: %w", err)
 	}
 	minISR, err := cluster.MinInsyncReplicas(t.Configs)
 	if err != nil {
-		return fmt.Errorf("topic configs invalid: %w", err)
+		return replica.Config{}, fmt.Errorf("topic configs invalid: %w", err)
 	}
 	dir, err := b.partitionDir(key)
 	if err != nil {
-		return err
-	}
-	if err := b.claimDir(dir, t.TopicId); err != nil {
-		return fmt.Errorf("cannot prepare partition directory: %w", err)
+		return replica.Config{}, err
 	}
 	scfg.FS = b.cfg.LogFS
 	health := b.health
@@ -720,14 +725,42 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 	} else {
 		follow = actor.NewPID(b.hosts[p.Leader].AdvertisedAddress, messages.ReplicaActorID(t.Name, p.Partition))
 	}
-	pid, err := ctx.SpawnNamed(replica.Props(replica.Config{
+	return replica.Config{
 		Follow: follow, ProposeISR: propose, Internal: messages.IsInternalTopic(t.Name),
 		Topic: t.Name, Partition: p.Partition, Dir: dir, Log: scfg,
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
 		Self:              b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
 		Hosts: b.hostAddresses(), Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
-	}), messages.ReplicaActorName(t.Name, p.Partition))
+	}, nil
+}
+
+// transitionReplica moves a running replica to p's new leader epoch in
+// place (see replica.Transition).
+func (b *Broker) transitionReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState, r *running) {
+	cfg, err := b.replicaConfig(ctx, t, p)
+	if err != nil {
+		b.logger.WithError(err).WithFields(logrus.Fields{"topic": t.Name, "partition": p.Partition}).Error("replica not moved to the new leader epoch; stopping it")
+		b.stopReplica(ctx, tp{t.Name, p.Partition}, false)
+		return
+	}
+	ctx.Send(r.pid, &replica.Transition{Config: cfg})
+	r.epoch, r.partitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+}
+
+// spawnReplica starts the replica of p; an error says why it could not
+// (the caller reports it and retries).
+func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState) error {
+	key := tp{t.Name, p.Partition}
+	cfg, err := b.replicaConfig(ctx, t, p)
+	if err != nil {
+		return err
+	}
+	if err := b.claimDir(cfg.Dir, t.TopicId); err != nil {
+		return fmt.Errorf("cannot prepare partition directory: %w", err)
+	}
+	follow := cfg.Follow
+	pid, err := ctx.SpawnNamed(replica.Props(cfg), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {
 		return fmt.Errorf("cannot spawn replica: %w", err)
 	}

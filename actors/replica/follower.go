@@ -89,9 +89,10 @@ func (r *Replica) onTruncateStep(ctx actor.Context, m truncateStep) {
 	}
 	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
 		CurrentLeaderEpoch: r.epoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
+	inc := r.inc
 	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, replicaTruncateTimeout), func(res any, err error) {
-		if r.log == nil {
-			return
+		if r.log == nil || inc != r.inc {
+			return // stopped, or moved to another leader epoch (Transition)
 		}
 		resp, ok := res.(*messages.OffsetForLeaderEpochResponse)
 		if err == nil && !ok {
@@ -142,9 +143,10 @@ func (r *Replica) onFetchStep(ctx actor.Context, m fetchStep) {
 	req := &messages.FetchRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition, FetchOffset: r.log.LogEndOffset(),
 		MaxBytes: ReplicaFetchMaxBytes, MinBytes: 1, MaxWaitMs: int32(ReplicaFetchWait / time.Millisecond),
 		CurrentLeaderEpoch: r.epoch, ReplicaId: r.cfg.Self, LogStartOffset: r.log.LogStartOffset(), LastFetchedEpoch: last}
+	inc := r.inc
 	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, ReplicaFetchWait+replicaRequestTimeout), func(res any, err error) {
-		if r.log == nil {
-			return
+		if r.log == nil || inc != r.inc {
+			return // stopped, or moved to another leader epoch (Transition)
 		}
 		resp, ok := res.(*messages.FetchResponse)
 		if err == nil && !ok {

@@ -215,6 +215,27 @@ func Props(cfg Config) *actor.Props {
 }
 
 func newReplica(cfg Config) *Replica {
+	cfg = cfg.withDefaults()
+	r := &Replica{
+		cfg:     cfg,
+		metrics: cfg.Metrics,
+		epoch:   cfg.LeaderEpoch,
+		hosts:   cfg.Hosts,
+		waiting: map[uint64]*parkedFetch{},
+
+		waitingAcks: map[uint64]*parkedProduce{},
+		logger:      cfg.Logger.WithFields(logrus.Fields{"topic": cfg.Topic, "partition": cfg.Partition}),
+	}
+	if r.metrics == nil {
+		r.metrics = noMetrics{}
+	}
+	r.inc = incarnations.Add(1)
+	r.nextWait = r.inc << 32
+	return r
+}
+
+// withDefaults fills in cfg's unset fields.
+func (cfg Config) withDefaults() Config {
 	if cfg.MinInsyncReplicas <= 0 {
 		cfg.MinInsyncReplicas = 1
 	}
@@ -245,22 +266,7 @@ func newReplica(cfg Config) *Replica {
 	if cfg.MaxParkedAcks <= 0 {
 		cfg.MaxParkedAcks = DefaultMaxParkedAcks
 	}
-	r := &Replica{
-		cfg:     cfg,
-		metrics: cfg.Metrics,
-		epoch:   cfg.LeaderEpoch,
-		hosts:   cfg.Hosts,
-		waiting: map[uint64]*parkedFetch{},
-
-		waitingAcks: map[uint64]*parkedProduce{},
-		logger:      cfg.Logger.WithFields(logrus.Fields{"topic": cfg.Topic, "partition": cfg.Partition}),
-	}
-	if r.metrics == nil {
-		r.metrics = noMetrics{}
-	}
-	r.inc = incarnations.Add(1)
-	r.nextWait = r.inc << 32
-	return r
+	return cfg
 }
 
 // incarnations numbers the replica actors of this process.
@@ -291,6 +297,8 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onTruncateStep(ctx, msg)
 	case fetchStep:
 		r.onFetchStep(ctx, msg)
+	case *Transition:
+		r.onTransition(ctx, msg)
 	case *UpdateISR:
 		r.onUpdateISR(ctx, msg)
 	case *LiveHosts:
@@ -324,10 +332,19 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		return
 	}
 	r.log = l
+	if r.assumeRole(ctx) {
+		r.startTimers(ctx)
+	}
+}
+
+// assumeRole starts this replica's part for r.cfg and r.epoch on its open
+// log: following r.cfg.Follow, or leading. It reports false when the
+// leadership is invalid (the replica then stops).
+func (r *Replica) assumeRole(ctx actor.Context) bool {
+	l := r.log
 	if r.cfg.Follow != nil {
 		r.startFollowing(ctx)
-		r.startTimers(ctx)
-		return
+		return true
 	}
 	now := time.Now()
 	// A leader alone in its ISR owns everything in its log; otherwise the
@@ -337,6 +354,7 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	if len(r.cfg.ISR) == 1 && r.cfg.ISR[0] == r.cfg.Self {
 		hw = l.LogEndOffset()
 	}
+	var err error
 	r.leader, err = NewLeaderState(LeaderConfig{
 		Self: r.cfg.Self, LeaderEpoch: r.epoch, PartitionEpoch: r.cfg.PartitionEpoch,
 		EpochStartOffset: l.LogEndOffset(), Replicas: r.cfg.Replicas, ISR: r.cfg.ISR,
@@ -345,7 +363,7 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	if err != nil {
 		r.logger.WithError(err).Error("replica: invalid leadership")
 		ctx.Stop(ctx.Self())
-		return
+		return false
 	}
 	r.leader.OnLeaderAppend(l.LogEndOffset(), now)
 	r.hw = r.leader.HighWatermark()
@@ -354,8 +372,8 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
 	}
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
-	r.startTimers(ctx)
 	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
+	return true
 }
 
 // HighWatermarkCheckpointInterval is how often a replica checkpoints its
@@ -418,20 +436,7 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		r.retention.Stop()
 		close(r.stopTick)
 	}
-	for id, p := range r.waiting {
-		r.unpark(id, p)
-		p.timer.Stop()
-		ctx.Send(p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "replica stopping"))
-	}
-	for id, p := range r.waitingAcks {
-		delete(r.waitingAcks, id)
-		p.timer.Stop()
-		// The records are in the log; whether they reach the high
-		// watermark is for the next leader to tell. Kafka answers so too.
-		p.resp.ErrorCode, p.resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "leader stopping before the in-sync replicas had the batch"
-		ctx.Send(p.sender, p.resp)
-	}
-	r.shrinkParked()
+	r.answerParked(ctx, "replica stopping", "leader stopping before the in-sync replicas had the batch")
 	if r.log != nil {
 		r.checkpointHighWatermark()
 		if err := r.log.Close(); err != nil {
@@ -439,6 +444,65 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		}
 		r.log = nil
 	}
+}
+
+// answerParked answers every parked fetch and acks=all produce with
+// NOT_LEADER_OR_FOLLOWER: this replica no longer serves them as it was.
+func (r *Replica) answerParked(ctx actor.Context, fetchWhy, produceWhy string) {
+	for id, p := range r.waiting {
+		r.unpark(id, p)
+		p.timer.Stop()
+		ctx.Send(p.sender, r.fetchError(p.req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fetchWhy))
+	}
+	for id, p := range r.waitingAcks {
+		delete(r.waitingAcks, id)
+		p.timer.Stop()
+		// The records are in the log; whether they reach the high
+		// watermark is for the next leader to tell. Kafka answers so too.
+		p.resp.ErrorCode, p.resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, produceWhy
+		ctx.Send(p.sender, p.resp)
+	}
+	r.shrinkParked()
+}
+
+// Transition moves a running replica to a new leader epoch in place
+// (Kafka's makeLeader / makeFollower): leader or follower, of the same
+// partition and log directory. The broker used to stop the actor and
+// spawn a new one under the same PID instead; requests already in the old
+// actor's mailbox were then dropped unanswered (protoactor drops a stopped
+// actor's queued user messages), and a producer that had learnt of the
+// new leader a moment before the leader's own broker did waited out its
+// request timeout: the 4-5 s write pauses of a loaded rolling restart.
+// Here every request is answered, by the old role or by the new one.
+type Transition struct{ Config Config }
+
+func (r *Replica) onTransition(ctx actor.Context, m *Transition) {
+	cfg := m.Config.withDefaults()
+	log := r.logger.WithFields(logrus.Fields{"leader_epoch": cfg.LeaderEpoch, "previous_leader_epoch": r.epoch})
+	switch {
+	case r.log == nil:
+		log.Warn("replica: transition ignored: the log is not open")
+		return
+	case cfg.Topic != r.cfg.Topic || cfg.Partition != r.cfg.Partition || cfg.Dir != r.cfg.Dir:
+		log.WithFields(logrus.Fields{"to_topic": cfg.Topic, "to_partition": cfg.Partition}).Error("replica: transition to another partition refused")
+		return
+	case cfg.LeaderEpoch < r.epoch:
+		log.Warn("replica: transition to an older leader epoch ignored")
+		return
+	}
+	r.answerParked(ctx, "leader epoch changed", "leadership changed before the in-sync replicas had the batch")
+	r.checkpointHighWatermark()
+	// A new incarnation: steps and answers the old role scheduled or
+	// awaits (follower fetches, retries) are ignored when they arrive.
+	r.inc = incarnations.Add(1)
+	r.nextWait = r.inc << 32
+	if cfg.Hosts == nil {
+		cfg.Hosts = r.hosts
+	}
+	r.cfg, r.epoch, r.hosts = cfg, cfg.LeaderEpoch, cfg.Hosts
+	r.leader, r.following = nil, nil
+	r.wokeHW, r.wokeLEO = -1, -1 // the new role's bounds are news to its first wake-up
+	r.assumeRole(ctx)
 }
 
 func (r *Replica) onRetention() {
