@@ -11,6 +11,7 @@ package host
 
 import (
 	"context"
+	"runtime/metrics"
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -34,6 +35,7 @@ type stateCollector struct {
 	members, blocked, gossipMembers       *prometheus.Desc
 	etcdRevision, etcdDBSize, etcdDBInUse *prometheus.Desc
 	etcdLeases                            *prometheus.Desc
+	heapLive                              *prometheus.Desc
 	guard                                 *prometheus.Desc
 	internalRefused                       *prometheus.Desc
 	scrapeErrors                          prometheus.Counter
@@ -50,6 +52,7 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 		etcdDBSize:    d("actorlog_etcd_db_size_bytes", "Size of the metadata store's database, as its member reports it."),
 		etcdDBInUse:   d("actorlog_etcd_db_size_in_use_bytes", "Bytes of the metadata store's database in use (the rest is free pages)."),
 		etcdLeases:    d("actorlog_etcd_leases", "Leases granted in the metadata store (host registrations, controller sessions, ...)."),
+		heapLive:      d("actorlog_go_heap_live_bytes", "Heap bytes the last garbage collection found live (runtime/metrics /gc/heap/live:bytes): what a leak grows, unlike RSS, which follows GC pacing and when freed pages go back to the OS."),
 		guard: prometheus.NewDesc("actorlog_remote_refused_total",
 			"What the remote guard refused on the actor remote's port since start, by kind (client.RemoteGuardStats).", []string{"kind"}, nil),
 		internalRefused: prometheus.NewDesc("actorlog_internal_requests_refused_total",
@@ -62,7 +65,7 @@ func newStateCollector(c func() *pcluster.Cluster, etcd func() *clientv3.Client,
 
 // Describe implements prometheus.Collector.
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases, s.guard, s.internalRefused} {
+	for _, d := range []*prometheus.Desc{s.members, s.blocked, s.gossipMembers, s.etcdRevision, s.etcdDBSize, s.etcdDBInUse, s.etcdLeases, s.heapLive, s.guard, s.internalRefused} {
 		ch <- d
 	}
 	s.scrapeErrors.Describe(ch)
@@ -71,6 +74,9 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	if v, ok := HeapLiveBytes(); ok {
+		gauge(s.heapLive, float64(v))
+	}
 	g := client.RemoteGuardStats()
 	for kind, v := range map[string]uint64{"dropped_batches": g.DroppedBatches, "dropped_envelopes": g.DroppedEnvelopes,
 		"skipped_messages": g.SkippedMessages, "rejected_streams": g.RejectedStreams, "rejected_calls": g.RejectedCalls, "panics": g.Panics} {
@@ -132,4 +138,14 @@ func gossipMembers(c *pcluster.Cluster) (int, bool) {
 		return 0, false
 	}
 	return len(st), true
+}
+
+// HeapLiveBytes is the heap the last garbage collection found live.
+func HeapLiveBytes() (uint64, bool) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return sample[0].Value.Uint64(), true
 }

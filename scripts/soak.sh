@@ -8,9 +8,10 @@
 #      host (with protoactor's member, block-list and gossip counts and the
 #      etcd revision, size and leases from /metrics); then cycles 1-50 vs
 #      151-200 side by side. From 100 cycles on the test fails on a trend:
-#      a median above 8 s or a maximum above 12 s in either quarter, or a
-#      process more than 10 % above its cycle-10 RSS, descriptors or
-#      goroutines.
+#      a median above 8 s or a maximum above 12 s in either quarter (for
+#      writes and for the consumer), or a process whose median RSS, live
+#      heap, descriptors or goroutines over the last quarter is more than
+#      10 % above its median over the first quarter from cycle 10 on.
 #   2. RESTARTS rolling restarts (default 100): SIGTERM and start, each host
 #      in turn; acknowledged writes never pause longer than 2 s.
 # Both end with the history check: every acknowledged record in the log

@@ -188,7 +188,11 @@ func (h *hostProc) start() {
 	if bin == "" {
 		bin = binPath
 	}
-	h.cmd = exec.Command(bin, append([]string{"host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr()}, h.extra...)...)
+	args := []string{"host", "--data-dir", h.dir, "--listen", h.addr(), "--http", h.httpAddr()}
+	if os.Getenv("ACTORLOG_E2E_HOST_PPROF") == "1" {
+		args = append(args, "--pprof") // profiles of the hosts, for long runs
+	}
+	h.cmd = exec.Command(bin, append(args, h.extra...)...)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
 	if len(h.env) > 0 {
 		h.cmd.Env = append(os.Environ(), h.env...)

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/actorlog/actorlog/host"
 )
 
 // procSample is one reading of a process's resources.
@@ -21,9 +23,13 @@ type procSample struct {
 	pid        int
 	at         time.Time
 	rssBytes   int64
+	anonBytes  int64         // RssAnon: the process's own memory (heap, stacks)
+	fileBytes  int64         // RssFile: mapped file pages (the binary's text, etcd's bbolt db)
+	fileBound  int64         // what fileBytes cannot exceed: the executable, etcd's db, 16 MiB of libraries
 	cpu        time.Duration // user + system time so far
 	fds        int
 	goroutines int      // -1 when unknown
+	liveHeap   int64    // heap the last GC found live; -1 when unknown
 	extra      []string // more figures, printed as they are
 }
 
@@ -32,7 +38,7 @@ const clockTicks = 100
 
 // sampleProc reads pid's RSS, CPU time and descriptors from /proc.
 func sampleProc(pid int) (procSample, error) {
-	s := procSample{pid: pid, at: time.Now(), goroutines: -1}
+	s := procSample{pid: pid, at: time.Now(), goroutines: -1, liveHeap: -1}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return s, fmt.Errorf("read stat of %d: %w", pid, err)
@@ -55,18 +61,57 @@ func sampleProc(pid int) (procSample, error) {
 	}
 	s.cpu = time.Duration(utime+stime) * time.Second / clockTicks
 	s.rssBytes = rssPages * int64(os.Getpagesize())
+	if err := s.readRssParts(pid); err != nil {
+		return s, err
+	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return s, fmt.Errorf("list descriptors of %d: %w", pid, err)
 	}
 	s.fds = len(fds)
+	exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return s, fmt.Errorf("stat executable of %d: %w", pid, err)
+	}
+	s.fileBound = exe.Size() + 16<<20
 	return s, nil
+}
+
+// readRssParts splits RSS into anonymous and file-backed pages
+// (/proc/PID/status RssAnon, RssFile). File-backed pages are page cache
+// mapped into the process, bounded by the mapped files' sizes: the
+// executable's text (more of it is touched the more code has run) and
+// embedded etcd's mmapped bbolt database.
+func (s *procSample) readRssParts(pid int) error {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return fmt.Errorf("read status of %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "RssAnon" && k != "RssFile") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("status of %d: %s: %w", pid, k, err)
+		}
+		if k == "RssAnon" {
+			s.anonBytes = kb << 10
+		} else {
+			s.fileBytes = kb << 10
+		}
+	}
+	return nil
 }
 
 // sampleSelf samples the test process, with its goroutines.
 func sampleSelf() (procSample, error) {
 	s, err := sampleProc(os.Getpid())
 	s.goroutines = runtime.NumGoroutine()
+	if v, ok := host.HeapLiveBytes(); ok {
+		s.liveHeap = int64(v)
+	}
 	return s, err
 }
 
@@ -85,7 +130,7 @@ var hostStateMetrics = []struct{ name, label string }{
 // the state gauges its /metrics reports.
 func sampleHost(h *hostProc) (procSample, error) {
 	if h.cmd == nil || h.cmd.Process == nil {
-		return procSample{goroutines: -1}, fmt.Errorf("host %s is not running", h.addr())
+		return procSample{goroutines: -1, liveHeap: -1}, fmt.Errorf("host %s is not running", h.addr())
 	}
 	s, err := sampleProc(h.cmd.Process.Pid)
 	if err != nil {
@@ -98,6 +143,10 @@ func sampleHost(h *hostProc) (procSample, error) {
 	if g, ok := vals["go_goroutines"]; ok {
 		s.goroutines = int(g)
 	}
+	if v, ok := vals["actorlog_go_heap_live_bytes"]; ok {
+		s.liveHeap = int64(v)
+	}
+	s.fileBound += int64(vals["actorlog_etcd_db_size_bytes"])
 	for _, m := range hostStateMetrics {
 		if v, ok := vals[m.name]; ok {
 			s.extra = append(s.extra, fmt.Sprintf("%s %.0f", m.label, v))
@@ -152,15 +201,24 @@ func (s procSample) format(prev procSample) string {
 	if share, ok := s.cpuShare(prev); ok {
 		cpu = fmt.Sprintf("%.0f%%", share)
 	}
-	out := fmt.Sprintf("rss %dMB cpu %s fds %d goroutines %s", s.rssBytes>>20, cpu, s.fds, g)
+	out := fmt.Sprintf("rss %dMB (anon %dMB file %dMB) live heap %s cpu %s fds %d goroutines %s", s.rssBytes>>20, s.anonBytes>>20, s.fileBytes>>20, mib(s.liveHeap), cpu, s.fds, g)
 	if len(s.extra) > 0 {
 		out += " " + strings.Join(s.extra, " ")
 	}
 	return out
 }
 
+// mib formats bytes as MiB, "?" when unknown (negative).
+func mib(b int64) string {
+	if b < 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.1fMB", float64(b)/(1<<20))
+}
+
 // grewBeyond reports how s grew past base by more than frac (and more
-// than slack of absolute noise): RSS, descriptors and goroutines.
+// than slack of absolute noise): RSS, live heap, descriptors and
+// goroutines, and file-backed RSS past the files it maps.
 func (s procSample) grewBeyond(base procSample, frac float64) []string {
 	var out []string
 	check := func(what string, now, was, slack int64) {
@@ -169,6 +227,12 @@ func (s procSample) grewBeyond(base procSample, frac float64) []string {
 		}
 	}
 	check("rss bytes", s.rssBytes, base.rssBytes, 0)
+	if s.liveHeap >= 0 && base.liveHeap >= 0 {
+		check("live heap bytes", s.liveHeap, base.liveHeap, 1<<20)
+	}
+	if s.fileBytes > s.fileBound {
+		out = append(out, fmt.Sprintf("file-backed rss %d, above the mapped files' %d", s.fileBytes, s.fileBound))
+	}
 	check("descriptors", int64(s.fds), int64(base.fds), 2)
 	if s.goroutines >= 0 && base.goroutines >= 0 {
 		check("goroutines", int64(s.goroutines), int64(base.goroutines), 5)
