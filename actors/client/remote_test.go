@@ -8,11 +8,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
@@ -23,8 +24,14 @@ import (
 	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
-// startLimitedRemote starts a protoactor remote on a free loopback port
-// with RemoteConfig and limits, and returns its address.
+// startLimitedRemote serves the Remoting service on a free loopback port
+// with the server options RemoteConfig gives protoactor (the connection
+// limiter, the remote guard, MaxConcurrentStreams), and returns its
+// address. It is a plain grpc.Server, not protoactor's Remote.Start: that
+// swaps grpc's global logger (grpclog.SetLoggerV2) without
+// synchronisation, a data race with any gRPC goroutine of an earlier test
+// still logging, which the race detector reports. What is tested here is
+// the options, not protoactor.
 func startLimitedRemote(t *testing.T, limits netlimit.Limits) (string, *netlimit.Limiter) {
 	t.Helper()
 	quiet := logrus.New()
@@ -37,13 +44,30 @@ func startLimitedRemote(t *testing.T, limits netlimit.Limits) (string, *netlimit
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actor.NewActorSystem()
-	r, err := StartRemote(sys, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Shutdown(false) })
-	return sys.Address(), lim
+	srv := grpc.NewServer(cfg.ServerOptions...)
+	remote.RegisterRemotingServer(srv, heldStreams{})
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String(), lim
+}
+
+// heldStreams is a Remoting service whose Receive streams stay open until
+// the client ends them (the unary calls are answered by the guard).
+type heldStreams struct {
+	remote.UnimplementedRemotingServer
+}
+
+func (heldStreams) Receive(s remote.Remoting_ReceiveServer) error {
+	<-s.Context().Done()
+	return nil
 }
 
 // probe makes one unary call on cc: the remote guard answers
