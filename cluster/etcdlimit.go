@@ -62,9 +62,38 @@ func listenFront(lim *netlimit.Limiter, name string, u url.URL, log *logrus.Entr
 }
 
 // privateURL is the URL the member listens on behind a front of u: u's
-// scheme on a loopback port the kernel picks.
+// scheme on a port the kernel picks, on privateIP.
 func privateURL(u url.URL) url.URL {
-	return url.URL{Scheme: u.Scheme, Host: "127.0.0.1:0"}
+	return url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(privateIP().String(), "0")}
+}
+
+// privateLoopback is the loopback address the members' private ports and
+// the relays' own connections use where the system has it (Linux routes
+// all of 127.0.0.0/8 to the loopback interface). On 127.0.0.1 they would
+// take kernel-chosen ports that a host about to start may have been given
+// as its public address (loopback clusters and tests pick free ports on
+// 127.0.0.1 ahead of starting their hosts): "bind: address already in
+// use". Elsewhere (one loopback address) it falls back to 127.0.0.1.
+var privateLoopback = net.IPv4(127, 0, 31, 1)
+
+var privateIPOnce = sync.OnceValue(func() net.IP {
+	ln, err := net.Listen("tcp", net.JoinHostPort(privateLoopback.String(), "0"))
+	if err != nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	if err := ln.Close(); err != nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	return privateLoopback
+})
+
+// privateIP is the address of the members' private ports.
+func privateIP() net.IP { return privateIPOnce() }
+
+// relayDialer dials a member's private port from privateIP, so that the
+// relay's own ephemeral ports are not taken on 127.0.0.1 either.
+func relayDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: privateIP()}}
 }
 
 // serve accepts connections and relays each to target until Close.
@@ -113,7 +142,7 @@ func (f *etcdFront) relay(c net.Conn, target string) {
 	defer f.wg.Done()
 	defer f.untrack(c)
 	defer closeQuietly(c)
-	u, err := net.DialTimeout("tcp", target, 5*time.Second)
+	u, err := relayDialer().Dial("tcp", target)
 	if err != nil {
 		f.mu.Lock()
 		logIt := time.Since(f.lastLog) >= time.Second

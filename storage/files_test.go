@@ -133,10 +133,12 @@ func TestFilesBoundedWithManySegments(t *testing.T) {
 		if _, _, _, err := l.OffsetForTimestamp(1_050); err != nil {
 			t.Fatal(err)
 		}
-		// Transiently: one segment opened before another is closed, and
-		// a checkpoint written by a flush.
-		if pk := fsys.peak.Load(); pk > maxOpenBound(cfg)+2 {
-			t.Fatalf("reading %d segments held up to %d files open, want at most %d", l.NumSegments(), pk, maxOpenBound(cfg)+2)
+		// Transiently: one segment opened before another is closed, a
+		// checkpoint written by a flush, and under FlushNever a sealed
+		// segment's index file a background flush still holds (CI saw
+		// bound+3 once). Bounded all the same: 28 segments and more.
+		if pk := fsys.peak.Load(); pk > maxOpenBound(cfg)+3 {
+			t.Fatalf("reading %d segments held up to %d files open, want at most %d", l.NumSegments(), pk, maxOpenBound(cfg)+3)
 		}
 		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error { // a flush may be writing a checkpoint
 			if got, fs := int64(l.OpenFiles()), fsys.open.Load(); got != fs {
