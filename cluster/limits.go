@@ -17,7 +17,9 @@
 //     listener;
 //   - MinSegmentBytes (1 MiB, Kafka 4's minimum, KIP-1030): the smallest
 //     segment.bytes a topic may have, so a topic cannot hold one segment
-//     (three descriptors) per record.
+//     (three descriptors) per record;
+//   - MaxMessageBytesLimit (64 MiB): the largest max.message.bytes a user
+//     may set, so every batch a leader accepts can cross the actor remote.
 //
 // Everything here is pure, except HostPartitionCapacity (reads the
 // process's limit) and the test escape hatch SetMinSegmentBytes.
@@ -149,6 +151,21 @@ func CheckHostCapacity(load map[int32]int, assign [][]int32, capacity int) error
 	}
 	return nil
 }
+
+// MaxMessageBytesLimit is the largest max.message.bytes a user may give a
+// topic (create or alter; more is refused with INVALID_CONFIG). A fetch
+// response always carries its first batch whole, and one gRPC message of
+// the actor remote is at most client.MaxWireMessage (128 MiB), so a batch
+// beyond that could be appended but never delivered to a consumer or a
+// follower. 64 MiB stays well below it, with room for the response's other
+// fields and for a remote batch of several responses; Kafka's own bound on
+// a request, socket.request.max.bytes, is 100 MiB.
+//
+// A topic record read from etcd is held to the older bound (2^31-13):
+// refusing it would leave its partitions unserved. Its larger value is
+// clamped to this limit when the logs are configured (StorageConfig;
+// MaxMessageBytesOverLimit reports it, for a warning).
+const MaxMessageBytesLimit = 64 << 20
 
 // MinSegmentBytes is the smallest segment.bytes a topic may have: Kafka
 // 4's minimum (KIP-1030). Lower values are refused with INVALID_CONFIG,

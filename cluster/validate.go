@@ -5,8 +5,11 @@
 // numbered 0..n-1, replica lists of the replication factor, leader and ISR
 // among the replicas, within the limits of limits.go). Records read from
 // etcd go through the same checks as admin requests (Store's reads), so a
-// record written straight into etcd is held to the CLI's rules. All
-// functions here are pure and safe for concurrent use.
+// record written straight into etcd is held to the CLI's rules — with one
+// exception: a max.message.bytes above MaxMessageBytesLimit, which users
+// can no longer set but older records may hold, is accepted in a record
+// and clamped in StorageConfig. All functions here are pure and safe for
+// concurrent use.
 
 package cluster
 
@@ -38,7 +41,9 @@ const (
 	ConfigSegmentBytes = "segment.bytes"
 	// ConfigSegmentMs: positive segment age in milliseconds.
 	ConfigSegmentMs = "segment.ms"
-	// ConfigMaxMessageBytes: largest batch, record.HeaderSize to 2^31-13.
+	// ConfigMaxMessageBytes: largest batch, record.HeaderSize to
+	// MaxMessageBytesLimit (64 MiB) when a user sets it; a stored record
+	// may hold up to 2^31-13 (older limit), which StorageConfig clamps.
 	ConfigMaxMessageBytes = "max.message.bytes"
 	// ConfigFlushPolicy: "never", "batch" or a positive Go duration
 	// (storage.ParseFlushPolicy). actorlog's replacement for Kafka's
@@ -92,23 +97,59 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
-// ValidateTopicConfigs checks every key and value of a topic's config
-// overrides. Unknown keys are an error. The error wraps ErrInvalidConfig.
+// ValidateTopicConfigs checks every key and value of the config overrides
+// a user gives a topic (create, alter). Unknown keys are an error, and so
+// is a max.message.bytes above MaxMessageBytesLimit. Stored records are
+// checked with the laxer validateStoredConfigs (ValidateTopic). The error
+// wraps ErrInvalidConfig.
 func ValidateTopicConfigs(configs map[string]string) error {
+	tc, err := parseTopicConfigs(configs)
+	if err != nil {
+		return err
+	}
+	if n := tc.storage.MaxMessageBytes; n > MaxMessageBytesLimit {
+		return fmt.Errorf("%w: %s=%d: want at most %d (64 MiB): a fetch carries its first batch whole, and one message of the actor remote is at most 128 MiB",
+			ErrInvalidConfig, ConfigMaxMessageBytes, n, MaxMessageBytesLimit)
+	}
+	return nil
+}
+
+// validateStoredConfigs checks the config overrides of a topic record
+// (read from etcd, or about to be rewritten there): every key and value,
+// with the bounds records were written under. A max.message.bytes above
+// MaxMessageBytesLimit passes — refusing the record would leave its
+// partitions unserved — and StorageConfig clamps it. The error wraps
+// ErrInvalidConfig.
+func validateStoredConfigs(configs map[string]string) error {
 	_, err := parseTopicConfigs(configs)
 	return err
 }
 
 // StorageConfig maps a topic's config overrides to the storage.Config of
 // its partition logs; absent keys leave the field zero, which storage reads
-// as its default (the same defaults as Kafka's). Now, FS and Logger are
-// left for the caller to fill. The error wraps ErrInvalidConfig.
+// as its default (the same defaults as Kafka's). A max.message.bytes above
+// MaxMessageBytesLimit (only a stored record can hold one) is clamped to
+// it: the logs refuse larger batches from producers, and still keep and
+// serve any they hold. Now, FS and Logger are left for the caller to fill.
+// The error wraps ErrInvalidConfig.
 func StorageConfig(configs map[string]string) (storage.Config, error) {
 	tc, err := parseTopicConfigs(configs)
 	if err != nil {
 		return storage.Config{}, err
 	}
+	tc.storage.MaxMessageBytes = min(tc.storage.MaxMessageBytes, MaxMessageBytesLimit)
 	return tc.storage, nil
+}
+
+// MaxMessageBytesOverLimit reports a max.message.bytes in configs above
+// MaxMessageBytesLimit (which StorageConfig clamps), with its value, so the
+// caller can warn. Invalid configs report false.
+func MaxMessageBytesOverLimit(configs map[string]string) (int, bool) {
+	tc, err := parseTopicConfigs(configs)
+	if err != nil || tc.storage.MaxMessageBytes <= MaxMessageBytesLimit {
+		return 0, false
+	}
+	return tc.storage.MaxMessageBytes, true
 }
 
 // MinInsyncReplicas returns the topic's min.insync.replicas (1 when not
@@ -245,7 +286,9 @@ func millis(n int64) time.Duration {
 }
 
 // ValidateTopic checks a whole TopicMetadata before it is stored and after
-// it is read: the name, the configs, a replication factor >= 1, 1 to
+// it is read: the name, the configs (with the bounds of stored records,
+// validateStoredConfigs: a user's are checked first with the stricter
+// ValidateTopicConfigs), a replication factor >= 1, 1 to
 // MaxPartitionsPerTopic partitions, numbered 0..n-1 in order, each with
 // exactly replication_factor distinct
 // replicas (host ids >= 1), a leader that is -1 or in the ISR, and an ISR
@@ -258,7 +301,7 @@ func ValidateTopic(t *messages.TopicMetadata) error {
 	if err := ValidateTopicName(t.GetName()); err != nil {
 		return err
 	}
-	if err := ValidateTopicConfigs(t.GetConfigs()); err != nil {
+	if err := validateStoredConfigs(t.GetConfigs()); err != nil {
 		return fmt.Errorf("topic %q: %w", t.GetName(), err)
 	}
 	rf := int(t.GetReplicationFactor())

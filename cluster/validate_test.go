@@ -6,6 +6,7 @@ package cluster_test
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,11 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"max.message.bytes", "61", true},
 		{"max.message.bytes", "60", false},
 		{"max.message.bytes", "0", false},
-		{"max.message.bytes", "2147483635", true},
+		// A user may set at most MaxMessageBytesLimit (64 MiB): a batch
+		// must fit one message of the actor remote.
+		{"max.message.bytes", "67108864", true},
+		{"max.message.bytes", "67108865", false},
+		{"max.message.bytes", "2147483635", false},
 		{"max.message.bytes", "2147483636", false},
 		{"flush.policy", "never", true},
 		{"flush.policy", "batch", true},
@@ -358,4 +363,59 @@ func reassigning(p *messages.PartitionState, id int32) {
 	old := p.Replicas[len(p.Replicas)-1]
 	p.Replicas = append([]int32{id}, p.Replicas...)
 	p.AddingReplicas, p.RemovingReplicas = []int32{id}, []int32{old}
+}
+
+// TestMaxMessageBytesLimit: a user cannot set max.message.bytes above
+// MaxMessageBytesLimit, but a stored record holding a larger value (the
+// older bound, 2^31-13) stays valid — an ignored record's partitions would
+// go unserved — and its logs get the limit instead.
+func TestMaxMessageBytesLimit(t *testing.T) {
+	const limit = cluster.MaxMessageBytesLimit
+	if limit != 64<<20 {
+		t.Fatalf("MaxMessageBytesLimit = %d, want 64 MiB", limit)
+	}
+	tests := []struct {
+		value     string
+		userOK    bool // ValidateTopicConfigs (create, alter)
+		storedOK  bool // ValidateTopic (records read from etcd)
+		logs      int  // storage.Config.MaxMessageBytes from StorageConfig
+		overLimit bool // MaxMessageBytesOverLimit
+	}{
+		{"1048588", true, true, 1048588, false},
+		{"67108864", true, true, limit, false},
+		{"67108865", false, true, limit, true},
+		{"104857600", false, true, limit, true},
+		{"2147483635", false, true, limit, true},
+		{"2147483636", false, false, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			configs := map[string]string{"max.message.bytes": tt.value}
+			err := cluster.ValidateTopicConfigs(configs)
+			if tt.userOK != (err == nil) || (err != nil && !errors.Is(err, cluster.ErrInvalidConfig)) {
+				t.Fatalf("ValidateTopicConfigs: %v, want ok=%v (or ErrInvalidConfig)", err, tt.userOK)
+			}
+			if err != nil && tt.storedOK && !strings.Contains(err.Error(), "67108864") {
+				t.Fatalf("the refusal does not name the limit: %v", err)
+			}
+			topic := newTopic(t, "t", 1, 1, configs)
+			if err := cluster.ValidateTopic(topic); tt.storedOK != (err == nil) {
+				t.Fatalf("ValidateTopic of a stored record: %v, want ok=%v", err, tt.storedOK)
+			}
+			cfg, err := cluster.StorageConfig(configs)
+			if !tt.storedOK {
+				if !errors.Is(err, cluster.ErrInvalidConfig) {
+					t.Fatalf("StorageConfig: %v, want ErrInvalidConfig", err)
+				}
+				return
+			}
+			if err != nil || cfg.MaxMessageBytes != tt.logs {
+				t.Fatalf("StorageConfig: max.message.bytes %d, %v; want %d", cfg.MaxMessageBytes, err, tt.logs)
+			}
+			n, over := cluster.MaxMessageBytesOverLimit(configs)
+			if over != tt.overLimit || (over && strconv.Itoa(n) != tt.value) {
+				t.Fatalf("MaxMessageBytesOverLimit = %d, %v; want %v", n, over, tt.overLimit)
+			}
+		})
+	}
 }

@@ -206,6 +206,10 @@ type Broker struct {
 	// draining: Drain stopped the replicas, or the broker is stopping
 	// (protoactor stops its children); none is started again.
 	draining bool
+	// clampWarned holds the topic ids whose stored max.message.bytes was
+	// above cluster.MaxMessageBytesLimit and has been logged as clamped
+	// (once per topic and incarnation, not once per partition).
+	clampWarned map[string]bool
 
 	cancel context.CancelFunc
 }
@@ -239,15 +243,16 @@ func Props(cfg Config) *actor.Props {
 	remover := newDirRemover(cfg.DataDir, cfg.RemoveDir, logger)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Broker{
-			cfg:      cfg,
-			logger:   logger,
-			topics:   map[string]*messages.TopicMetadata{},
-			hosts:    map[int32]*messages.HostInfo{},
-			replicas: map[tp]*running{},
-			stopping: map[tp]bool{},
-			health:   cfg.Health,
-			remover:  remover,
-			restarts: map[tp]*restartState{},
+			cfg:         cfg,
+			logger:      logger,
+			topics:      map[string]*messages.TopicMetadata{},
+			hosts:       map[int32]*messages.HostInfo{},
+			replicas:    map[tp]*running{},
+			stopping:    map[tp]bool{},
+			health:      cfg.Health,
+			remover:     remover,
+			restarts:    map[tp]*restartState{},
+			clampWarned: map[string]bool{},
 		}
 	}, actor.WithSupervisor(stopOnFailure{logger: logger}))
 }
@@ -706,6 +711,11 @@ func (b *Broker) replicaConfig(ctx actor.Context, t *messages.TopicMetadata, p *
 	scfg, err := cluster.StorageConfig(t.Configs)
 	if err != nil {
 		return replica.Config{}, fmt.Errorf("topic configs invalid: %w", err)
+	}
+	if n, over := cluster.MaxMessageBytesOverLimit(t.Configs); over && !b.clampWarned[t.TopicId] {
+		b.clampWarned[t.TopicId] = true
+		b.logger.WithFields(logrus.Fields{"topic": t.Name, "max_message_bytes": n, "limit": cluster.MaxMessageBytesLimit}).
+			Warn("the topic's stored max.message.bytes is above the limit a batch can cross the actor remote at; its logs take batches up to the limit")
 	}
 	minISR, err := cluster.MinInsyncReplicas(t.Configs)
 	if err != nil {

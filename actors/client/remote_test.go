@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
@@ -137,5 +138,15 @@ func TestRemoteMaxConcurrentStreams(t *testing.T) {
 	defer cancelShort()
 	if _, err := rc.Receive(short); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("stream %d on one connection: %v, want to wait for a free stream until its deadline", MaxConcurrentStreams+1, err)
+	}
+}
+
+// TestMaxMessageBytesFitsTheWire: the largest batch a user may allow a
+// topic (cluster.MaxMessageBytesLimit) fits one gRPC message of the actor
+// remote twice over, since a fetch response carries its first batch whole
+// and protoactor sends several envelopes in one message.
+func TestMaxMessageBytesFitsTheWire(t *testing.T) {
+	if 2*cluster.MaxMessageBytesLimit > MaxWireMessage {
+		t.Fatalf("cluster.MaxMessageBytesLimit %d is above half of MaxWireMessage %d", cluster.MaxMessageBytesLimit, MaxWireMessage)
 	}
 }

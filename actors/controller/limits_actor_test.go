@@ -193,3 +193,57 @@ func TestControllerIgnoresInvalidRecords(t *testing.T) {
 	// Admin requests on other topics still work.
 	clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "after", Partitions: 1, ReplicationFactor: 1})
 }
+
+// TestMaxMessageBytesLimit: create and alter refuse a max.message.bytes
+// above cluster.MaxMessageBytesLimit with INVALID_CONFIG and write
+// nothing, but a topic record stored with a larger value (before the
+// limit) is not ignored: the controller still moves its leaders when a
+// host goes, and an alter that lowers the value is accepted.
+func TestMaxMessageBytesLimit(t *testing.T) {
+	s, e := clustertest.NewStore(t)
+	register(t, s, 1)
+	r2 := register(t, s, 2)
+	sys, pid, _ := spawnController(t, s, 0)
+	over := map[string]string{"max.message.bytes": fmt.Sprint(cluster.MaxMessageBytesLimit + 1)}
+	wantCode(t, "create above the limit", admin(t, sys, pid, &messages.CreateTopicRequest{Name: "huge-batches", Partitions: 1, ReplicationFactor: 1, Configs: over}),
+		messages.ErrorCode_ERROR_CODE_INVALID_CONFIG)
+	if _, _, err := s.GetTopic(t.Context(), "huge-batches"); err == nil {
+		t.Fatal("the refused topic was written")
+	}
+	atLimit := clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "at-limit", Partitions: 1, ReplicationFactor: 1,
+		Configs: map[string]string{"max.message.bytes": fmt.Sprint(cluster.MaxMessageBytesLimit)}})
+	wantCode(t, "alter above the limit", admin(t, sys, pid, &messages.AlterTopicConfigsRequest{Name: "at-limit", Configs: over}),
+		messages.ErrorCode_ERROR_CODE_INVALID_CONFIG)
+	if now := getTopic(t, s, "at-limit"); !proto.Equal(now, atLimit) {
+		t.Fatalf("a refused alter changed the topic:\n%v\nwas\n%v", now, atLimit)
+	}
+
+	// A record written before the limit, with 2^31-13.
+	old := clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "old", Partitions: 2, ReplicationFactor: 2})
+	old.Configs = map[string]string{"max.message.bytes": "2147483635"}
+	val, err := proto.Marshal(old)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if _, err := e.Client().Put(t.Context(), s.Keys().Topic(old.Name), string(val)); err != nil {
+		t.Fatalf("put the old record: %v", err)
+	}
+	if got := getTopic(t, s, "old"); got.Configs["max.message.bytes"] != "2147483635" {
+		t.Fatalf("the stored record reads back with configs %v", got.Configs)
+	}
+	if err := r2.Close(); err != nil {
+		t.Fatalf("close host 2's registration: %v", err)
+	}
+	waitPartitions(t, s, "old", func(p *messages.PartitionState) error {
+		if p.Leader != 1 {
+			return fmt.Errorf("partition %d led by %d, want 1 once host 2 is gone", p.Partition, p.Leader)
+		}
+		return nil
+	})
+	if resp := admin(t, sys, pid, &messages.AlterTopicConfigsRequest{Name: "old", Configs: map[string]string{"max.message.bytes": "1048588"}}); resp.ErrorCode != 0 {
+		t.Fatalf("lowering the old topic's max.message.bytes: %v %q", resp.ErrorCode, resp.ErrorMessage)
+	}
+	if got := getTopic(t, s, "old"); got.Configs["max.message.bytes"] != "1048588" {
+		t.Fatalf("after the alter, configs %v", got.Configs)
+	}
+}

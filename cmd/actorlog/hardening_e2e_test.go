@@ -9,7 +9,11 @@
 // is down). TestRemoteFuzzAgainstHost feeds random MessageBatches to a
 // host's actor remote for ACTORLOG_FUZZ_DURATION (default 10 s).
 //
-// To add a row (3, 5, 6 and 14 are still to come): write its attack
+// Rows 5, 6 and 14 (which load the host) are in
+// hardening_load_e2e_test.go; row 3 (connection flood) is
+// TestConnectionFloodDoesNotExhaustDescriptors (connlimit_e2e_test.go).
+//
+// To add a row: write its attack
 // func(t, e) — send the bad input to e.h, assert the refusal and that
 // nothing changed — and add {row, name, attack} to hardeningRows (or
 // append to it from an init func in the row's own file). Rows run in the
@@ -69,6 +73,8 @@ var hardeningRows = []hardeningRow{
 	{1, "unimplemented remoting RPCs", attackUnimplementedRPCs},
 	{2, "message batch with out-of-range indexes", attackBadIndexes},
 	{4, "topic with 2^31-1 partitions", attackHugePartitionCount},
+	{5, "topic with 100000 partitions; many partitions created and deleted", attackManyPartitions},
+	{6, "Stop and PoisonPill for the broker, controller and a replica", attackStopActors},
 	{7, "forged controlled shutdown", attackForgedControlledShutdown},
 	{8, "forged ISR change and follower fetches", attackForgedReplicaRequests},
 	{9, "compressed batch with an undecodable body", attackUndecodableBatch},
@@ -76,6 +82,7 @@ var hardeningRows = []hardeningRow{
 	{11, "segment.bytes=100", attackTinySegments},
 	{12, "alter __consumer_offsets configs", attackOffsetsTopicConfig},
 	{13, "topic record named ../victim in etcd", attackEscapingTopicRecord},
+	{14, "20,000 parked long-poll fetches; 20,000 activation requests", attackParkedFlood},
 }
 
 const (

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,11 +89,29 @@ type hardenEnv struct {
 // of acknowledged records.
 func newHardenEnv(t *testing.T, extra ...string) *hardenEnv {
 	t.Helper()
+	return newHardenEnvOn(t, "", extra...)
+}
+
+// newHardenEnvOn is newHardenEnv with the host running bin (binPath when
+// ""): clusterBinPath is never race-built, for checks of the host's
+// memory.
+func newHardenEnvOn(t *testing.T, bin string, extra ...string) *hardenEnv {
+	t.Helper()
 	root := t.TempDir()
 	e := &hardenEnv{root: root, dir: root + "/data"}
 	base := freeBase(t)
 	args := append([]string{"--offsets-topic-partitions", "2", "--group-initial-rebalance-delay", "0s"}, extra...)
-	e.h = startHost(t, e.dir, base, args...)
+	if bin == "" {
+		e.h = startHost(t, e.dir, base, args...)
+	} else {
+		e.h = &hostProc{t: t, dir: e.dir, base: base, extra: args, bin: bin, logPath: hostLogPath(t, base)}
+		e.h.start()
+		t.Cleanup(func() {
+			if code := e.h.stop(syscall.SIGTERM); code > 0 {
+				t.Errorf("host exited with %d on SIGTERM; log:\n%s", code, tail(e.h.log()))
+			}
+		})
+	}
 	e.t = t
 	e.connect(t)
 	e.tokens.Store(1 << 40)
