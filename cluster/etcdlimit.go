@@ -41,11 +41,11 @@ type etcdFront struct {
 	name string
 	log  *logrus.Entry
 
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closed  bool
-	lastLog time.Time
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	logs   netlimit.LogLimiter
+	wg     sync.WaitGroup
 }
 
 // listenFront binds u's host:port behind lim under name. It accepts
@@ -58,6 +58,7 @@ func listenFront(lim *netlimit.Limiter, name string, u url.URL, log *logrus.Entr
 	return &etcdFront{
 		ln: lim.Listener(name, ln, netlimit.WithWeight(relayWeight)), name: name,
 		log: log.WithField("listener", name), conns: map[net.Conn]struct{}{},
+		logs: netlimit.LogLimiter{Every: time.Second},
 	}, nil
 }
 
@@ -144,13 +145,7 @@ func (f *etcdFront) relay(c net.Conn, target string) {
 	defer closeQuietly(c)
 	u, err := relayDialer().Dial("tcp", target)
 	if err != nil {
-		f.mu.Lock()
-		logIt := time.Since(f.lastLog) >= time.Second
-		if logIt {
-			f.lastLog = time.Now()
-		}
-		f.mu.Unlock()
-		if logIt {
+		if logIt, _ := f.logs.Allow("dial", time.Now()); logIt {
 			f.log.WithError(err).WithField("remote", c.RemoteAddr().String()).Warn("cannot reach the etcd member's private port; connection dropped (logged at most once a second)")
 		}
 		return

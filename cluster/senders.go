@@ -27,13 +27,13 @@
 package cluster
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/cluster/netlimit"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -128,7 +128,7 @@ var refusals = func() map[string]*atomic.Uint64 {
 }()
 
 // refusalLog limits the refusals' warn lines to one a second per kind.
-var refusalLog = &logLimiter{every: time.Second}
+var refusalLog = &netlimit.LogLimiter{Every: time.Second}
 
 // InternalRefusals returns how many internal requests were refused since
 // the process started, per kind (the Refused* constants, and "other").
@@ -153,7 +153,7 @@ func RefuseInternal(log *logrus.Entry, kind string, sender *actor.PID, fields lo
 		c = refusals[kind]
 	}
 	c.Add(1)
-	allowed, suppressed := refusalLog.allow(kind, time.Now())
+	allowed, suppressed := refusalLog.Allow(kind, time.Now())
 	if !allowed {
 		return
 	}
@@ -163,32 +163,4 @@ func RefuseInternal(log *logrus.Entry, kind string, sender *actor.PID, fields lo
 	}
 	log.WithFields(fields).WithFields(logrus.Fields{"kind": kind, "sender_address": addr, "sender_id": id, "refused_since_last_line": suppressed}).
 		Warn("internal request refused: not sent from the registered host it must come from")
-}
-
-// logLimiter allows one event per key per interval. Safe for concurrent
-// use; keys come from a fixed set, so its maps stay small.
-type logLimiter struct {
-	every      time.Duration
-	mu         sync.Mutex
-	last       map[string]time.Time
-	suppressed map[string]int
-}
-
-// allow reports whether an event for key may be logged at now and, if so,
-// how many were held back since the last one allowed.
-func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.last == nil {
-		l.last = make(map[string]time.Time)
-		l.suppressed = make(map[string]int)
-	}
-	if last, ok := l.last[key]; ok && now.Sub(last) < l.every {
-		l.suppressed[key]++
-		return false, 0
-	}
-	l.last[key] = now
-	n := l.suppressed[key]
-	delete(l.suppressed, key)
-	return true, n
 }

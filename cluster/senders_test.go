@@ -6,7 +6,6 @@ package cluster
 import (
 	"io"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
@@ -111,24 +110,5 @@ func TestRefuseInternalCountsAndLimitsLines(t *testing.T) {
 	}
 	if lines[RefusedControlledShutdown] > 1 || lines["other"] > 1 {
 		t.Fatalf("lines per kind: %v, want at most one each within a second", lines)
-	}
-}
-
-func TestLogLimiter(t *testing.T) {
-	l := &logLimiter{every: time.Second}
-	t0 := time.Unix(1000, 0)
-	if ok, n := l.allow("a", t0); !ok || n != 0 {
-		t.Fatalf("first: %v %d", ok, n)
-	}
-	for i := 1; i <= 3; i++ {
-		if ok, _ := l.allow("a", t0.Add(time.Duration(i)*100*time.Millisecond)); ok {
-			t.Fatalf("event %d within the second allowed", i)
-		}
-	}
-	if ok, _ := l.allow("b", t0); !ok {
-		t.Fatal("another key is limited by the first")
-	}
-	if ok, n := l.allow("a", t0.Add(time.Second)); !ok || n != 3 {
-		t.Fatalf("after a second: %v, %d held back (want 3)", ok, n)
 	}
 }

@@ -62,6 +62,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
 // Limits on one message of the Receive stream; a message beyond them ends
@@ -329,7 +331,7 @@ func localSenderAddress(addr, self string) bool {
 // for concurrent use.
 type remoteGuard struct {
 	log   *logrus.Entry
-	limit rateLimiter
+	limit *netlimit.LogLimiter
 	self  string // this process's advertised address; "" when unknown
 }
 
@@ -337,7 +339,7 @@ func newRemoteGuard(log *logrus.Entry, self string) *remoteGuard {
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &remoteGuard{log: log.WithField("component", "remoteguard"), limit: rateLimiter{every: time.Second}, self: self}
+	return &remoteGuard{log: log.WithField("component", "remoteguard"), limit: &netlimit.LogLimiter{Every: time.Second}, self: self}
 }
 
 // unary refuses the Remoting service's unary methods and recovers panics
@@ -388,7 +390,7 @@ func (g *remoteGuard) report(ctx context.Context, level logrus.Level, reason str
 	if !g.log.Logger.IsLevelEnabled(level) {
 		return
 	}
-	ok, suppressed := g.limit.allow(reason, time.Now())
+	ok, suppressed := g.limit.Allow(reason, time.Now())
 	if !ok {
 		return
 	}
@@ -475,32 +477,4 @@ func (s *guardedStream) screen(rm *remote.RemoteMessage) (bool, error) {
 	guardCounters.skippedMessages.Add(1)
 	s.guard.report(s.Context(), logrus.WarnLevel, reasonUnexpected, logrus.Fields{"method": s.method, "type": fmt.Sprintf("%T", rm.MessageType)})
 	return false, nil
-}
-
-// rateLimiter allows one event per key per interval. Safe for concurrent
-// use; keys must come from a fixed set.
-type rateLimiter struct {
-	every      time.Duration
-	mu         sync.Mutex
-	last       map[string]time.Time
-	suppressed map[string]int
-}
-
-// allow reports whether an event for key may happen at now, and, if so,
-// how many were refused since the last one allowed.
-func (l *rateLimiter) allow(key string, now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.last == nil {
-		l.last = make(map[string]time.Time)
-		l.suppressed = make(map[string]int)
-	}
-	if last, ok := l.last[key]; ok && now.Sub(last) < l.every {
-		l.suppressed[key]++
-		return false, 0
-	}
-	l.last[key] = now
-	n := l.suppressed[key]
-	delete(l.suppressed, key)
-	return true, n
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -286,30 +285,5 @@ func TestUnaryRefusesRemotingCalls(t *testing.T) {
 	})
 	if err != nil || resp != "ok" {
 		t.Fatalf("other call: %v %v", resp, err)
-	}
-}
-
-func TestRateLimiter(t *testing.T) {
-	l := rateLimiter{every: time.Second}
-	t0 := time.Unix(1000, 0)
-	steps := []struct {
-		key        string
-		at         time.Duration
-		ok         bool
-		suppressed int
-	}{
-		{"a", 0, true, 0},
-		{"a", 100 * time.Millisecond, false, 0},
-		{"b", 200 * time.Millisecond, true, 0},
-		{"a", 900 * time.Millisecond, false, 0},
-		{"a", time.Second, true, 2},
-		{"a", 1500 * time.Millisecond, false, 0},
-		{"b", 3 * time.Second, true, 0},
-	}
-	for i, s := range steps {
-		ok, n := l.allow(s.key, t0.Add(s.at))
-		if ok != s.ok || n != s.suppressed {
-			t.Fatalf("step %d: allow(%s, +%v) = %v, %d; want %v, %d", i, s.key, s.at, ok, n, s.ok, s.suppressed)
-		}
 	}
 }

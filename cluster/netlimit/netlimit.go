@@ -107,7 +107,7 @@ type Limiter struct {
 	total     int
 	perIP     map[netip.Addr]int
 	listeners map[string]*ListenerStats
-	lastLog   map[string]time.Time
+	logs      LogLimiter
 
 	descOpen, descAccepted, descRefused, descAcceptErrors *prometheus.Desc
 }
@@ -126,7 +126,7 @@ func New(limits Limits, log *logrus.Entry) (*Limiter, error) {
 		log:       log.WithField("component", "netlimit"),
 		perIP:     map[netip.Addr]int{},
 		listeners: map[string]*ListenerStats{},
-		lastLog:   map[string]time.Time{},
+		logs:      LogLimiter{Every: time.Second},
 		descOpen: prometheus.NewDesc("actorlog_connections_open",
 			"Connections open now, by listener (relayed etcd connections count with their descriptors).", []string{"listener"}, nil),
 		descAccepted: prometheus.NewDesc("actorlog_connections_accepted_total",
@@ -265,13 +265,10 @@ func (l *Limiter) acceptFailed(name string, err error, pause time.Duration) {
 }
 
 // allowLog reports whether a line for key may be logged at now (one a
-// second per key; the keys are a fixed set). l.mu must be held.
+// second per key; the keys are a fixed set).
 func (l *Limiter) allowLog(key string, now time.Time) bool {
-	if last, ok := l.lastLog[key]; ok && now.Sub(last) < time.Second {
-		return false
-	}
-	l.lastLog[key] = now
-	return true
+	ok, _ := l.logs.Allow(key, now)
+	return ok
 }
 
 // addrIP returns a TCP or UDP address's IP (IPv4-mapped IPv6 unmapped).
