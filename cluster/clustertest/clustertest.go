@@ -25,6 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -147,17 +148,7 @@ func NewStore(t testing.TB) (*cluster.Store, *cluster.Etcd) {
 // for a fixed time.
 func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, timeout, cond)
 }
 
 // Register registers a fake host on s (host id, address HostAddress(port),
