@@ -25,8 +25,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 
-	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
