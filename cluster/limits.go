@@ -12,9 +12,9 @@
 //     connections and everything else. The controller refuses topics and
 //     partitions that would take a host past it (CheckHostCapacity); each
 //     broker runs at most that many replicas whatever the metadata says;
-//   - the connections a process holds open (DefaultMaxConnections), half
-//     of the reserved descriptors, enforced by cluster/netlimit on every
-//     listener;
+//   - the connections a process holds open (netlimit.DefaultMaxConnections),
+//     half of the reserved descriptors, enforced by cluster/netlimit on
+//     every listener;
 //   - MinSegmentBytes (1 MiB, Kafka 4's minimum, KIP-1030): the smallest
 //     segment.bytes a topic may have, so a topic cannot hold one segment
 //     (three descriptors) per record;
@@ -32,6 +32,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/actorlog/actorlog/cluster/netlimit"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -55,7 +56,7 @@ const DescriptorsPerPartition = 3
 // file, peer and client connections: EMFILE is fatal to it), remote
 // connections, HTTP and rolled segments. When the limit is below twice
 // this, half the limit is reserved instead.
-const ReservedDescriptors = 1024
+const ReservedDescriptors = netlimit.ReservedDescriptors
 
 // PartitionCapacity is the number of partition replicas a process whose
 // descriptor limit is nofile may hold: (nofile - reserved) /
@@ -72,43 +73,11 @@ func PartitionCapacity(nofile uint64) int {
 // RLIMIT_NOFILE (Go raises the soft limit to the hard one at start-up).
 // When the limit cannot be read, it assumes 1024.
 func HostPartitionCapacity() int {
-	n, ok := descriptorLimit()
+	n, ok := netlimit.DescriptorLimit()
 	if !ok {
 		n = 1024
 	}
 	return PartitionCapacity(n)
-}
-
-// DefaultMaxConnections is max.connections for a process whose
-// descriptor limit is nofile: half of the descriptors PartitionCapacity
-// keeps in reserve (ReservedDescriptors, or nofile/2 below twice that), the
-// other half staying for the embedded etcd's files and peers, outgoing
-// connections and rolled segments. So a host at its partition capacity
-// and at its connection limit still has descriptors left and etcd never
-// sees EMFILE: 1024 -> 256, 2048 and above -> 512. Kafka has no finite
-// default; a host that needs more connections raises RLIMIT_NOFILE and
-// --max-connections together (every connection above this default comes
-// out of the etcd half).
-func DefaultMaxConnections(nofile uint64) int {
-	return int(min(uint64(ReservedDescriptors), nofile/2) / 2)
-}
-
-// DefaultMaxConnectionsPerIP is max.connections.per.ip for a given
-// max.connections: half of it, so that one address (a flood, or a client
-// leaking connections) cannot take every slot from the other hosts and
-// clients. Kafka's default is unlimited. Deployments with every peer on
-// one address (loopback clusters, a proxy) share these slots: raise
-// --max-connections-per-ip there.
-func DefaultMaxConnectionsPerIP(maxConnections int) int { return max(maxConnections/2, 1) }
-
-// HostMaxConnections is DefaultMaxConnections of this process's current
-// RLIMIT_NOFILE (1024 when it cannot be read).
-func HostMaxConnections() int {
-	n, ok := descriptorLimit()
-	if !ok {
-		n = 1024
-	}
-	return DefaultMaxConnections(n)
 }
 
 // ReplicaLoad counts the partition replicas each host holds in topics,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/cluster/netlimit"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -121,11 +122,11 @@ func TestDefaultMaxConnections(t *testing.T) {
 		{math.MaxUint64, 512, 256},
 	}
 	for _, tt := range tests {
-		total := cluster.DefaultMaxConnections(tt.nofile)
+		total := netlimit.DefaultMaxConnections(tt.nofile)
 		if total != tt.total {
 			t.Errorf("DefaultMaxConnections(%d) = %d, want %d", tt.nofile, total, tt.total)
 		}
-		if got := cluster.DefaultMaxConnectionsPerIP(total); got != tt.perIP {
+		if got := netlimit.DefaultMaxConnectionsPerIP(total); got != tt.perIP {
 			t.Errorf("DefaultMaxConnectionsPerIP(%d) = %d, want %d", total, got, tt.perIP)
 		}
 		if tt.nofile > 1<<40 {
@@ -137,7 +138,7 @@ func TestDefaultMaxConnections(t *testing.T) {
 			t.Errorf("nofile %d: partitions at capacity and %d connections leave %d descriptors, want at least %d", tt.nofile, total, left, reserve/2)
 		}
 	}
-	if got := cluster.DefaultMaxConnectionsPerIP(1); got != 1 {
+	if got := netlimit.DefaultMaxConnectionsPerIP(1); got != 1 {
 		t.Errorf("DefaultMaxConnectionsPerIP(1) = %d, want 1", got)
 	}
 }

@@ -104,12 +104,12 @@ type Config struct {
 	// MaxConnections bounds the connections the host holds open over all
 	// its listeners: the remote, HTTP, and the embedded etcd's client and
 	// peer ports, each of whose connections counts three (Kafka's
-	// max.connections; 0: cluster.HostMaxConnections(), half the
+	// max.connections; 0: netlimit.HostMaxConnections(), half the
 	// descriptors kept out of the partition capacity). Connections over
 	// it are closed as they arrive.
 	MaxConnections int
 	// MaxConnectionsPerIP bounds those from one address (Kafka's
-	// max.connections.per.ip; 0: cluster.DefaultMaxConnectionsPerIP, half
+	// max.connections.per.ip; 0: netlimit.DefaultMaxConnectionsPerIP, half
 	// of MaxConnections).
 	MaxConnectionsPerIP int
 	// RestartBackoff and RestartBackoffMax bound the wait before the
@@ -186,10 +186,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("host: --max-connections-per-ip %d: want a positive number (0: the default)", c.MaxConnectionsPerIP)
 	}
 	if c.MaxConnections == 0 {
-		c.MaxConnections = cluster.HostMaxConnections()
+		c.MaxConnections = netlimit.HostMaxConnections()
 	}
 	if c.MaxConnectionsPerIP == 0 {
-		c.MaxConnectionsPerIP = cluster.DefaultMaxConnectionsPerIP(c.MaxConnections)
+		c.MaxConnectionsPerIP = netlimit.DefaultMaxConnectionsPerIP(c.MaxConnections)
 	}
 	h, p, err := net.SplitHostPort(c.Listen)
 	if err != nil {
@@ -365,7 +365,7 @@ func (h *Host) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	if reserved := cluster.HostMaxConnections(); cfg.MaxConnections > reserved {
+	if reserved := netlimit.HostMaxConnections(); cfg.MaxConnections > reserved {
 		h.logger.WithFields(logrus.Fields{"max_connections": cfg.MaxConnections, "reserved_for_connections": reserved}).
 			Warn("--max-connections is above the descriptors RLIMIT_NOFILE reserves for connections: raise the limit too, or a host holding its full partition capacity may run out of descriptors")
 	}

@@ -42,7 +42,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/actors/coordinator"
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/actors/replica"
@@ -1063,7 +1062,7 @@ func (b *Broker) forwardAdmin(ctx actor.Context, msg proto.Message) {
 	root, resolve, timeout := ctx.ActorSystem().Root, b.cfg.Controller, b.cfg.AdminTimeout
 	go func() {
 		fail := func(code messages.ErrorCode, text string) {
-			root.Send(sender, controller.ErrorReply(msg, corr, code, text))
+			root.Send(sender, messages.ErrorReply(msg, corr, code, text))
 		}
 		var pid *actor.PID
 		if resolve != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/actorlog/actorlog/actors/group"
-	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -226,7 +225,7 @@ func (c *Client) GroupLag(ctx context.Context, group string, also ...*messages.T
 		l.LogEnd, l.Lag = -1, -1
 		if p := parts[k]; p == nil {
 			l.Err = fmt.Errorf("no partition %d of topic %q", k.part, k.topic)
-		} else if lo, err := c.ListOffsets(ctx, p, k.topic, replica.LatestTimestamp); err != nil {
+		} else if lo, err := c.ListOffsets(ctx, p, k.topic, messages.LatestTimestamp); err != nil {
 			l.Err = err
 		} else {
 			l.LogEnd = lo.Offset
@@ -380,17 +379,17 @@ func (c *Client) resolveReset(ctx context.Context, topic string, p *messages.Par
 	}
 	switch target.kind {
 	case resetEarliest:
-		return at(replica.EarliestTimestamp)
+		return at(messages.EarliestTimestamp)
 	case resetLatest:
-		return at(replica.LatestTimestamp)
+		return at(messages.LatestTimestamp)
 	case resetDatetime:
 		return at(target.at.UnixMilli())
 	}
-	start, err := at(replica.EarliestTimestamp)
+	start, err := at(messages.EarliestTimestamp)
 	if err != nil {
 		return -1, err
 	}
-	end, err := at(replica.LatestTimestamp)
+	end, err := at(messages.LatestTimestamp)
 	if err != nil {
 		return -1, err
 	}

@@ -23,7 +23,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
 )
 
@@ -70,8 +69,8 @@ type remoteOptions struct {
 
 // WithConnectionLimiter counts the remote server's connections against
 // limiter (the host shares one between all its listeners). Default: a
-// limiter of the remote's own, with cluster.HostMaxConnections() and
-// cluster.DefaultMaxConnectionsPerIP of that.
+// limiter of the remote's own, with netlimit.HostMaxConnections() and
+// netlimit.DefaultMaxConnectionsPerIP of that.
 func WithConnectionLimiter(limiter *netlimit.Limiter) RemoteOption {
 	return func(o *remoteOptions) { o.limiter = limiter }
 }
@@ -114,8 +113,8 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 	}
 	guard := newRemoteGuard(ro.guardLogger, self)
 	if ro.limiter == nil {
-		total := cluster.HostMaxConnections()
-		if ro.limiter, err = netlimit.New(netlimit.Limits{MaxConnections: total, MaxConnectionsPerIP: cluster.DefaultMaxConnectionsPerIP(total)}, ro.guardLogger); err != nil {
+		total := netlimit.HostMaxConnections()
+		if ro.limiter, err = netlimit.New(netlimit.Limits{MaxConnections: total, MaxConnectionsPerIP: netlimit.DefaultMaxConnectionsPerIP(total)}, ro.guardLogger); err != nil {
 			return nil, fmt.Errorf("remote %s: connection limits: %w", listen, err)
 		}
 	}

@@ -310,7 +310,7 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 		if err != nil && !errors.Is(err, cluster.ErrNoController) {
 			why = fmt.Sprintf("cannot find the controller: %v", err)
 		}
-		ctx.Respond(ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
+		ctx.Respond(messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
 		return
 	}
 	sender := ctx.Sender()
@@ -318,29 +318,10 @@ func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
 		if err != nil {
 			// The elected controller is gone or unreachable; its lease will
 			// lapse and another will be elected. NOT_CONTROLLER is retriable.
-			res = ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("controller %s did not answer: %v", leader, err))
+			res = messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("controller %s did not answer: %v", leader, err))
 		}
 		ctx.Send(sender, res)
 	})
-}
-
-// ErrorReply returns the response a controller gives to req when it fails
-// as a whole with code: the response type that answers req
-// (ElectLeadersResponse, ReassignPartitionsResponse,
-// AlterPartitionResponse, ControlledShutdownResponse), an AdminResponse
-// for the topic admin requests. Brokers forwarding requests use it too.
-func ErrorReply(req proto.Message, corr int64, code messages.ErrorCode, text string) proto.Message {
-	switch req.(type) {
-	case *messages.ElectLeadersRequest:
-		return &messages.ElectLeadersResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
-	case *messages.ReassignPartitionsRequest:
-		return &messages.ReassignPartitionsResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
-	case *messages.AlterPartitionRequest:
-		return &messages.AlterPartitionResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
-	case *messages.ControlledShutdownRequest:
-		return &messages.ControlledShutdownResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
-	}
-	return &messages.AdminResponse{CorrelationId: corr, ErrorCode: code, ErrorMessage: text}
 }
 
 // evictCrashedSelf removes election candidacies left by an earlier

@@ -111,6 +111,6 @@ func (c *Controller) authorizeInternal(ctx actor.Context, msg proto.Message) boo
 		return true
 	}
 	cluster.RefuseInternal(c.logger, kind, sender, fields)
-	ctx.Respond(ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, why))
+	ctx.Respond(messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, why))
 	return false
 }

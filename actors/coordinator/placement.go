@@ -6,19 +6,18 @@ package coordinator
 import (
 	"fmt"
 
-	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/messages"
 )
 
 // PartitionFor returns the offsets topic partition that holds group among
 // partitions (>= 1): toPositive(murmur2(group)) % partitions, the very
-// function the producer places keyed records with (DESIGN §6), so the
+// function the producer places keyed records with (messages.KeyPartition) (DESIGN §6), so the
 // group's records land where a keyed producer would put key group. (Kafka
 // itself uses abs(group.hashCode()) % partitions, Java's String hash, so
 // a group's partition number differs from Kafka's.) It panics if
 // partitions < 1.
 func PartitionFor(group string, partitions int) int32 {
-	return producer.NewPartitioner(nil).KeyPartition([]byte(group), partitions)
+	return messages.KeyPartition([]byte(group), partitions)
 }
 
 // ValidateGroupID checks a group id as Kafka does (not empty) and that it

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/actorlog/actorlog/messages"
 )
 
 // Partitioner chooses the partition of each record as Kafka's Java producer
@@ -25,20 +25,15 @@ import (
 //     Kafka 2.4-3.2; Kafka 3.3's KIP-794 instead switches after batch.size
 //     bytes, weighted by queue length, which this Partitioner does not do).
 //
-// murmur2 comes from franz-go: kgo.StickyKeyPartitioner(nil) hashes keys
-// with its internal murmur2 and Kafka's toPositive-then-mod, and its tests
-// pin Kafka's own UtilsTest.testMurmur2 vectors. kgo does not export murmur2
-// itself, so the Partitioner keeps one kgo TopicPartitioner (keyed
-// placement ignores the topic) and a scratch kgo.Record whose Key it sets
-// for each call, which keeps the keyed path free of allocations.
+// Keyed placement is messages.KeyPartitioner (murmur2 from franz-go's kgo),
+// shared with the group coordinators, which place groups the same way.
 //
 // The zero Partitioner is not usable; call NewPartitioner. A Partitioner is
 // not safe for concurrent use: it is owned by the producer actor.
 type Partitioner struct {
-	keyed   kgo.TopicPartitioner
-	scratch kgo.Record // Key set for the duration of one keyed call
-	rnd     *rand.Rand // nil: math/rand/v2's global source
-	sticky  map[string]int32
+	keyed  *messages.KeyPartitioner
+	rnd    *rand.Rand // nil: math/rand/v2's global source
+	sticky map[string]int32
 }
 
 // NewPartitioner returns a Partitioner that draws keyless partitions from rnd
@@ -46,7 +41,7 @@ type Partitioner struct {
 // global source when rnd is nil.
 func NewPartitioner(rnd *rand.Rand) *Partitioner {
 	return &Partitioner{
-		keyed:  kgo.StickyKeyPartitioner(nil).ForTopic(""),
+		keyed:  messages.NewKeyPartitioner(),
 		rnd:    rnd,
 		sticky: make(map[string]int32),
 	}
@@ -85,13 +80,7 @@ func (p *Partitioner) Partition(topic string, key []byte, explicit int32, numPar
 // KeyPartition returns Kafka's partition for key among numPartitions (> 0):
 // toPositive(murmur2(key)) % numPartitions. It panics if numPartitions < 1.
 func (p *Partitioner) KeyPartition(key []byte, numPartitions int) int32 {
-	if numPartitions < 1 {
-		panic("producer: KeyPartition with no partitions")
-	}
-	p.scratch.Key = key
-	n := p.keyed.Partition(&p.scratch, numPartitions)
-	p.scratch.Key = nil
-	return int32(n)
+	return p.keyed.Partition(key, numPartitions)
 }
 
 // OnNewBatch tells the Partitioner that the batch on partition prev of topic

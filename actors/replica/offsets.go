@@ -26,12 +26,6 @@ import (
 	"github.com/actorlog/actorlog/messages"
 )
 
-// Special ListOffsets timestamps, as in Kafka.
-const (
-	LatestTimestamp   = -1
-	EarliestTimestamp = -2
-)
-
 func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequest) {
 	resp := &messages.ListOffsetsResponse{
 		CorrelationId: req.CorrelationId,
@@ -44,9 +38,9 @@ func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequ
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
 	if code == 0 {
 		switch ts := req.Timestamp; {
-		case ts == EarliestTimestamp:
+		case ts == messages.EarliestTimestamp:
 			resp.Offset = r.log.LogStartOffset()
-		case ts == LatestTimestamp:
+		case ts == messages.LatestTimestamp:
 			resp.Offset = r.hw
 		case ts < 0:
 			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUEST, "timestamp must be -1 (latest), -2 (earliest) or >= 0"

@@ -114,7 +114,7 @@ func TestProduceFetchListOffsets(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		ts, want int64
-	}{{EarliestTimestamp, 0}, {LatestTimestamp, 10}, {1003, 3}, {5000, 10}} {
+	}{{messages.EarliestTimestamp, 0}, {messages.LatestTimestamp, 10}, {1003, 3}, {5000, 10}} {
 		lo := h.request(&messages.ListOffsetsRequest{Topic: "t", Partition: 0, Timestamp: tc.ts, CurrentLeaderEpoch: -1}).(*messages.ListOffsetsResponse)
 		if lo.ErrorCode != 0 || lo.Offset != tc.want {
 			t.Fatalf("list offsets %d: %+v, want %d", tc.ts, lo, tc.want)

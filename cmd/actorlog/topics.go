@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/actorlog/actorlog/actors/client"
-	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/host"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -404,10 +403,10 @@ func describeTopic(ctx context.Context, c *client.Client, name string, out io.Wr
 	fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tADDING\tREMOVING")
 	for _, p := range t.Partitions {
 		start, end := "-", "-"
-		if lo, err := c.ListOffsets(ctx, p, name, replica.EarliestTimestamp); err == nil {
+		if lo, err := c.ListOffsets(ctx, p, name, messages.EarliestTimestamp); err == nil {
 			start = fmt.Sprint(lo.Offset)
 		}
-		if lo, err := c.ListOffsets(ctx, p, name, replica.LatestTimestamp); err == nil {
+		if lo, err := c.ListOffsets(ctx, p, name, messages.LatestTimestamp); err == nil {
 			end = fmt.Sprint(lo.Offset)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.Isr), start, end,

@@ -1,13 +1,13 @@
-// limits_unix.go reads the process's descriptor limit on Unix systems.
+// descriptors_unix.go reads the process's descriptor limit on Unix systems.
 
 //go:build unix
 
-package cluster
+package netlimit
 
 import "syscall"
 
-// descriptorLimit returns the soft RLIMIT_NOFILE of the process.
-func descriptorLimit() (uint64, bool) {
+// DescriptorLimit returns the soft RLIMIT_NOFILE of the process.
+func DescriptorLimit() (uint64, bool) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, false
