@@ -1,4 +1,6 @@
-// commit.go holds the consumer's offset commits and its close.
+// commit.go holds the consumer's offset commits and its close: part of the
+// actor shell (it asks the member core whether and as whom to commit, and
+// hands it commit outcomes, Close, GiveUp and Closed).
 //
 // Commits go one at a time, in the order asked: auto-commits every
 // AutoCommitInterval (while the member is stable or rejoining), the commit before
@@ -8,8 +10,8 @@
 // generation (none for a consumer outside group management); the client
 // retries it across coordinator moves. A refusal for a stale generation
 // (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID) of the member's current
-// generation makes it rejoin as group.go describes; REBALANCE_IN_PROGRESS
-// makes a stable member rejoin.
+// generation makes it rejoin as member.go describes; REBALANCE_IN_PROGRESS
+// makes a stable member rejoin (the core's OnCommitDone decides).
 //
 // Close: fetching stops, the records handed to the target are waited for,
 // positions are committed (with auto-commit), the partitions are reported
@@ -26,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
@@ -71,7 +74,9 @@ type closeState struct {
 	waiters                     []*actor.PID
 	committing, committed       bool
 	revoked, leaving, leaveDone bool
-	err                         error
+	// leave is the member's LeaveGroup, nil when it does not leave.
+	leave *messages.LeaveGroupRequest
+	err   error
 }
 
 func (c *Consumer) onCommitRequest(ctx actor.Context, m *Commit) {
@@ -102,7 +107,7 @@ func (c *Consumer) onAutoCommit(ctx actor.Context) {
 	// A member commits while stable, and while it rejoins (the group
 	// prepares a rebalance and takes commits of the current generation),
 	// not between its join and its sync (the group refuses them then).
-	if g := c.grp; g != nil && ((g.phase != phaseStable && g.phase != phaseJoining) || g.generation < 0) {
+	if g := c.grp; g != nil && !g.canAutoCommit() {
 		return
 	}
 	if len(c.book.pending()) == 0 {
@@ -160,11 +165,11 @@ func (c *Consumer) commitNext(ctx actor.Context) {
 		}
 		member, gen := "", int32(-1)
 		if g := c.grp; g != nil {
-			if g.generation < 0 {
+			if !g.inGeneration() {
 				job.finish(&CommitResult{Offsets: offsets, Err: ErrNotInGroup})
 				continue
 			}
-			member, gen = g.memberID, g.generation
+			member, gen = g.commitID()
 		}
 		if len(offsets) == 0 {
 			job.finish(&CommitResult{})
@@ -192,16 +197,8 @@ func (c *Consumer) onCommitDone(ctx actor.Context, m commitDone) {
 	} else {
 		log.Debug("consumer: committed")
 	}
-	if g := c.grp; m.err != nil && g != nil && g.generation == m.generation && g.memberID == m.member {
-		switch r := reactionTo(messages.CodeOf(m.err)); r {
-		case reactResetGeneration, reactResetMember, reactFatal:
-			c.groupFailed(ctx, "commit", r, m.err)
-		case reactRejoin:
-			if g.phase == phaseStable {
-				g.requestRejoin("a commit found the group rebalancing")
-				c.groupStep(ctx)
-			}
-		}
+	if c.grp != nil {
+		c.applyGroup(ctx, c.grp.OnCommitDone(time.Now(), m.member, m.generation, m.err))
 	}
 	res := &CommitResult{Offsets: committed, Err: err}
 	if m.err != nil {
@@ -230,10 +227,10 @@ func (c *Consumer) onClose(ctx actor.Context) {
 		c.closing.waiters = append(c.closing.waiters, sender)
 	}
 	for _, p := range c.parts {
-		p.inFlight = 0 // answers are dropped
+		p.fs.revoke() // fetched no more; answers in flight are dropped
 	}
 	if c.grp != nil {
-		c.grp.epoch++ // a join or sync in flight no longer matters
+		c.applyGroup(ctx, c.grp.Close(time.Now())) // a join or sync in flight no longer matters
 	}
 	c.logger.Info("consumer: closing")
 	c.closeStep(ctx)
@@ -242,11 +239,11 @@ func (c *Consumer) onClose(ctx actor.Context) {
 // closeStep moves the close on (see the file comment).
 func (c *Consumer) closeStep(ctx actor.Context) {
 	cs, g := c.closing, c.grp
-	if cs == nil || c.closed || cs.committing || cs.leaving || (g != nil && g.revoking != nil) {
+	if cs == nil || c.closed || cs.committing || cs.leaving || (g != nil && g.revokingParts() != nil) {
 		return
 	}
 	for _, p := range c.parts {
-		if p.busy {
+		if p.fs.handing() {
 			return // onIdle calls again
 		}
 	}
@@ -266,20 +263,18 @@ func (c *Consumer) closeStep(ctx actor.Context) {
 	}
 	if g != nil && !cs.revoked {
 		cs.revoked = true
-		if len(g.owned) > 0 {
-			owned := g.owned
-			g.owned = nil
-			c.notifyRevoked(ctx, owned, g.generation < 0)
-		}
+		var eff memberEffects
+		eff, cs.leave = g.GiveUp(time.Now(), false)
+		c.carryOut(ctx, eff)
 	}
-	if g != nil && !cs.leaveDone && c.cfg.GroupInstanceID == "" && g.memberID != "" && g.phase != phaseFatal {
+	if cs.leave != nil && !cs.leaveDone {
 		cs.leaving = true
-		c.leave(ctx)
+		c.leave(ctx, cs.leave)
 		return
 	}
 	c.closed = true
 	if g != nil {
-		g.epoch++
+		c.carryOut(ctx, g.Closed(time.Now()))
 	}
 	for tp := range c.parts {
 		c.removePartition(tp)
@@ -293,20 +288,14 @@ func (c *Consumer) closeStep(ctx actor.Context) {
 // canCommitPositions reports whether the consumer commits positions on
 // its own: auto-commit on, a group, and (for a member) a generation.
 func (c *Consumer) canCommitPositions() bool {
-	return c.cfg.GroupID != "" && !c.cfg.DisableAutoCommit && (c.grp == nil || c.grp.generation >= 0)
+	return c.cfg.GroupID != "" && !c.cfg.DisableAutoCommit && (c.grp == nil || c.grp.inGeneration())
 }
 
-// leave sends LeaveGroup for the member (on a goroutine; leaveDone).
-func (c *Consumer) leave(ctx actor.Context) {
+// leave sends req, the member's LeaveGroup (on a goroutine; leaveDone).
+func (c *Consumer) leave(ctx actor.Context, req *messages.LeaveGroupRequest) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	req := c.leaveRequest()
+	req.CorrelationId = c.nextCorr()
 	go func() { root.Send(self, leaveDone{err: c.sendLeave(req)}) }()
-}
-
-func (c *Consumer) leaveRequest() *messages.LeaveGroupRequest {
-	return &messages.LeaveGroupRequest{CorrelationId: c.nextCorr(), GroupId: c.cfg.GroupID, Members: []*messages.LeaveGroupRequestMember{
-		{MemberId: c.grp.memberID, GroupInstanceId: c.cfg.GroupInstanceID, Reason: "the consumer is closing"},
-	}}
 }
 
 // sendLeave sends req to the group's coordinator and waits for the answer
@@ -352,10 +341,10 @@ func (c *Consumer) onLeaveDone(ctx actor.Context, m leaveDone) {
 	cs.leaving, cs.leaveDone = false, true
 	if m.err != nil {
 		// The session timeout removes the member anyway.
-		c.groupLog().WithError(m.err).Warn("consumer: leaving the group failed")
+		c.grp.logger().WithError(m.err).Warn("consumer: leaving the group failed")
 		c.report(m.err)
 	} else {
-		c.groupLog().Info("consumer: left the group")
+		c.grp.logger().Info("consumer: left the group")
 	}
 	c.closeStep(ctx)
 }
@@ -371,7 +360,7 @@ func (c *Consumer) onStopping(ctx actor.Context) {
 	if offsets := c.book.pending(); c.canCommitPositions() && len(offsets) > 0 {
 		member, gen := "", int32(-1)
 		if g := c.grp; g != nil {
-			member, gen = g.memberID, g.generation
+			member, gen = g.commitID()
 		}
 		req, _ := c.commitRequest(offsets, member, gen)
 		rctx, cancel := context.WithTimeout(context.Background(), c.cfg.CloseTimeout)
@@ -385,14 +374,13 @@ func (c *Consumer) onStopping(ctx actor.Context) {
 	if g == nil {
 		return
 	}
-	if len(g.owned) > 0 {
-		c.notifyRevoked(ctx, g.owned, g.generation < 0)
-		g.owned = nil
-	}
-	if c.cfg.GroupInstanceID == "" && g.memberID != "" && g.phase != phaseFatal {
-		if err := c.sendLeave(c.leaveRequest()); err != nil {
+	eff, leave := g.GiveUp(time.Now(), true)
+	c.carryOut(ctx, eff)
+	if leave != nil {
+		leave.CorrelationId = c.nextCorr()
+		if err := c.sendLeave(leave); err != nil {
 			c.logger.WithError(err).Warn("consumer: leave on stop failed")
 		}
 	}
-	g.epoch++
+	c.carryOut(ctx, g.Closed(time.Now()))
 }

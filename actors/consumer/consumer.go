@@ -17,6 +17,25 @@
 // Threading: all state is owned by the actor; metadata, offset and commit
 // calls run on goroutines that only post their results back, and replies
 // from leaders and the coordinator come back through the mailbox.
+//
+// # Core and shell
+//
+// The decisions are pure cores, plain values that do no I/O and hold no
+// clock, table-tested without actors (as actors/group is the core of the
+// coordinator):
+//
+//   - member.go: the group membership (Kafka's ConsumerCoordinator), one
+//     method per event with the current time, returning effects — requests
+//     to send, partitions to stop, revoke and add, commits, errors, and
+//     the time to wake it next; decisions.go holds its pure decisions;
+//   - fetchstate.go: one partition's fetch state (idle, resolving,
+//     fetching, handing, paused, revoking, failed) and its transitions;
+//   - offsets.go: positions and commits (the at-least-once bookkeeping).
+//
+// The actor is the shell that feeds them and carries out what they return:
+// consumer.go (Receive, metadata, start positions, fetching and handing
+// records over), group.go (the membership's effects, with one timer for
+// its wake time) and commit.go (the commit queue, Close, and stopping).
 package consumer
 
 import (
@@ -52,7 +71,6 @@ func newConsumer(cfg Config) *Consumer {
 		logger: cfg.Logger.WithField("component", "consumer"),
 		parts:  map[TopicPartition]*partState{},
 		book:   newOffsetBook(),
-		counts: map[string]int32{},
 		meta:   map[string]*messages.TopicMetadataResponse{},
 	}
 	if cfg.GroupID != "" {
@@ -62,7 +80,7 @@ func newConsumer(cfg Config) *Consumer {
 		c.logger = c.logger.WithField("topic", cfg.Topic)
 	}
 	if cfg.subscribing() {
-		c.grp = newMembership(cfg)
+		c.grp = newMember(cfg, c.logger)
 	}
 	return c
 }
@@ -76,19 +94,12 @@ type partState struct {
 	// fetchPos is the next offset to fetch, -1 until the start position
 	// is known.
 	fetchPos int64
-	// resolving: the start position is being looked up.
-	resolving bool
 	// committedKnown: the group's committed offset was looked up (a
 	// consumer with a group id starts there, or else at Start).
 	committedKnown bool
-	inFlight       int64 // correlation id of the fetch in flight, 0 when none
-	busy           bool  // records handed to a PID target, not yet answered
-	paused         bool
-	// revoking: being revoked or closed; fetched no more.
-	revoking bool
-	// failed: stopped by the Fail out-of-range policy or at an
-	// undecodable batch, until a Seek.
-	failed bool
+	// fs is the fetch state (fetchstate.go): p is fetched when it is
+	// ready and fetchPos and leader are known.
+	fs fetchState
 }
 
 // Internal messages.
@@ -127,34 +138,34 @@ type Consumer struct {
 	logger *logrus.Entry
 	parts  map[TopicPartition]*partState
 	book   *offsetBook
-	// counts and meta hold the last metadata of the topics the consumer
-	// asked about (counts: partitions, 0 for a topic that does not exist).
-	counts     map[string]int32
+	// meta holds the last metadata of the topics the consumer asked
+	// about.
 	meta       map[string]*messages.TopicMetadataResponse
-	haveMeta   bool
 	corr       int64
 	refreshing bool
 	endpoints  *eventstream.Subscription
-	// grp is the group membership, nil unless subscribing.
-	grp     *membership
-	commits commitQueue
-	closing *closeState
-	closed  bool
-	stopped bool
+	// grp is the group membership's core (member.go), nil unless
+	// subscribing; memberTimer is the one timer armed for its wake time.
+	grp         *member
+	memberTimer *time.Timer
+	commits     commitQueue
+	closing     *closeState
+	closed      bool
+	stopped     bool
 }
 
 // onEndpointGone abandons the fetches in flight to a host whose connection
 // ended and looks the leaders up again; a lost coordinator is found again.
 func (c *Consumer) onEndpointGone(ctx actor.Context, address string) {
 	for _, p := range c.parts {
-		if p.inFlight != 0 && p.leader != nil && p.leader.Address == address {
-			p.inFlight = 0
+		if p.fs.fetching() && p.leader != nil && p.leader.Address == address {
+			p.fs.abandon()
 			c.report(fmt.Errorf("consumer: the connection to the leader of %s (%s) ended; refreshing metadata", p.tp, address))
 			c.refreshLater(ctx)
 		}
 	}
-	if g := c.grp; g != nil && g.coordinator != nil && g.coordinator.Address == address {
-		c.groupFailed(ctx, "connection", reactRediscover, fmt.Errorf("consumer: the connection to the coordinator's host %s ended", address))
+	if c.grp != nil {
+		c.applyGroup(ctx, c.grp.OnCoordinatorGone(time.Now(), address))
 	}
 }
 
@@ -190,8 +201,8 @@ func (c *Consumer) Receive(ctx actor.Context) {
 			c.fetch(ctx, p)
 		}
 	case fetchDeadline:
-		if p := c.parts[msg.tp]; p != nil && p.inFlight == msg.corr {
-			p.inFlight = 0
+		if p := c.parts[msg.tp]; p != nil && p.fs.isFetch(msg.corr) {
+			p.fs.abandon()
 			c.report(fmt.Errorf("consumer: fetch of %s timed out; refreshing metadata", p.tp))
 			c.refreshLater(ctx)
 		}
@@ -212,22 +223,21 @@ func (c *Consumer) Receive(ctx actor.Context) {
 	case leaveDone:
 		c.onLeaveDone(ctx, msg)
 	case coordinatorFound:
-		c.onCoordinatorFound(ctx, msg)
-	case groupRetry:
-		c.groupStep(ctx)
-	case heartbeatTick:
-		c.onHeartbeatTick(ctx)
-	case earlyHeartbeat:
-		if c.grp != nil && c.grp.generation == msg.generation {
-			c.heartbeat(ctx)
+		c.applyGroup(ctx, c.grp.OnCoordinator(time.Now(), msg.co, msg.err))
+	case memberTick:
+		if c.grp != nil && !c.stopped {
+			c.applyGroup(ctx, c.grp.Tick(time.Now()))
 		}
 	case *messages.RebalanceStarted:
 		c.onRebalanceStarted(ctx, msg)
 	case assignMetadata:
-		c.onAssignMetadata(ctx, msg)
+		c.applyGroup(ctx, c.grp.OnAssignMetadata(time.Now(), msg.lookup, msg.counts, msg.err))
 	case *actor.Stopping:
 		c.onStopping(ctx)
 	case *actor.Stopped:
+		if c.memberTimer != nil {
+			c.memberTimer.Stop()
+		}
 		if c.endpoints != nil {
 			ctx.ActorSystem().EventStream.Unsubscribe(c.endpoints)
 		}
@@ -252,7 +262,7 @@ func (c *Consumer) onStarted(ctx actor.Context) {
 		after(ctx, c.cfg.AutoCommitInterval, autoCommitTick{})
 	}
 	if c.grp != nil {
-		after(ctx, c.cfg.HeartbeatInterval, heartbeatTick{})
+		c.applyGroup(ctx, c.grp.Start(time.Now()))
 	}
 }
 
@@ -298,7 +308,7 @@ func (c *Consumer) metadataTopics() []string {
 		topics = append(topics, tp.Topic)
 	}
 	if c.grp != nil {
-		topics = append(topics, keys(c.grp.snapshot)...)
+		topics = append(topics, c.grp.snapshotTopics()...)
 	}
 	return slices.Compact(slices.Sorted(slices.Values(topics)))
 }
@@ -323,13 +333,15 @@ func (c *Consumer) onMetadata(ctx actor.Context, m metadataResult) {
 	}
 	if m.topics == nil {
 		// All topics: those missing are gone.
-		clear(c.counts)
 		clear(c.meta)
 	}
+	// counts: the partitions of every topic in the answer, 0 for one
+	// that does not exist.
+	counts := map[string]int32{}
 	for _, tm := range m.md.Topics {
 		if err := tm.ErrorCode.Err("topic " + tm.Name); err != nil {
 			delete(c.meta, tm.Name)
-			c.counts[tm.Name] = 0
+			counts[tm.Name] = 0
 			if !c.cfg.subscribing() {
 				c.report(fmt.Errorf("consumer: metadata: %w", err))
 				c.refreshLater(ctx)
@@ -337,9 +349,8 @@ func (c *Consumer) onMetadata(ctx actor.Context, m metadataResult) {
 			continue
 		}
 		c.meta[tm.Name] = tm
-		c.counts[tm.Name] = int32(len(tm.Partitions))
+		counts[tm.Name] = int32(len(tm.Partitions))
 	}
-	c.haveMeta = true
 	if !c.cfg.subscribing() {
 		c.addAssigned(ctx)
 	}
@@ -347,7 +358,7 @@ func (c *Consumer) onMetadata(ctx actor.Context, m metadataResult) {
 		c.updateLeader(ctx, c.parts[tp])
 	}
 	if c.grp != nil {
-		c.onGroupMetadata(ctx)
+		c.applyGroup(ctx, c.grp.OnMetadata(time.Now(), counts, m.topics == nil))
 	}
 }
 
@@ -412,7 +423,7 @@ func (c *Consumer) updateLeader(ctx actor.Context, p *partState) {
 		// A fetch in flight went to the old leader incarnation: the broker
 		// restarts a replica for every new leader epoch, and what sat in
 		// the old actor's mailbox is dropped unanswered. Fetch again now.
-		p.inFlight = 0
+		p.fs.abandon()
 	}
 	p.leader, p.epoch = pid, pm.LeaderEpoch
 	c.advance(ctx, p)
@@ -424,7 +435,7 @@ func (c *Consumer) advance(ctx actor.Context, p *partState) {
 	switch {
 	case p.fetchPos >= 0:
 		c.fetch(ctx, p)
-	case p.resolving:
+	case p.fs.resolving():
 	case c.cfg.GroupID != "" && !p.committedKnown:
 		c.fetchCommitted(ctx, []*partState{p})
 	case p.meta != nil:
@@ -441,6 +452,9 @@ func (c *Consumer) addPartitions(ctx actor.Context, tps []TopicPartition) {
 			continue
 		}
 		p := &partState{tp: tp, fetchPos: -1, epoch: -1}
+		if c.closing != nil {
+			p.fs.revoke() // added by a rebalance that ends during Close
+		}
 		c.parts[tp] = p
 		c.book.add(tp)
 		p.meta = c.partitionMeta(tp)
@@ -480,7 +494,7 @@ func (c *Consumer) fetchCommitted(ctx actor.Context, parts []*partState) {
 	byTopic := map[string]*messages.TopicPartitions{}
 	var req []*messages.TopicPartitions
 	for _, p := range parts {
-		p.resolving = true
+		p.fs.resolve()
 		t := byTopic[p.tp.Topic]
 		if t == nil {
 			t = &messages.TopicPartitions{Topic: p.tp.Topic}
@@ -502,7 +516,7 @@ func (c *Consumer) onCommitted(ctx actor.Context, m committedResult) {
 	var live []*partState
 	for _, p := range m.parts {
 		if c.parts[p.tp] == p {
-			p.resolving = false
+			p.fs.resolved()
 			live = append(live, p)
 		}
 	}
@@ -510,7 +524,7 @@ func (c *Consumer) onCommitted(ctx actor.Context, m committedResult) {
 		c.report(fmt.Errorf("consumer: committed offsets of group %q: %w", c.cfg.GroupID, m.err))
 		if len(live) > 0 {
 			for _, p := range live {
-				p.resolving = true
+				p.fs.resolve()
 			}
 			after(ctx, c.cfg.RetryBackoff, retryCommitted{parts: live})
 		}
@@ -552,7 +566,7 @@ func (c *Consumer) resolvePosition(ctx actor.Context, p *partState) {
 	case 3:
 		ts = c.cfg.Start.offset
 	}
-	p.resolving = true
+	p.fs.resolve()
 	self, root, cl, meta := ctx.Self(), ctx.ActorSystem().Root, c.conn, p.meta
 	go func() {
 		rctx, cancel := context.WithTimeout(context.Background(), cl.RequestTimeout())
@@ -573,7 +587,7 @@ func (c *Consumer) onPosition(ctx actor.Context, m positionResult) {
 	if c.parts[p.tp] != p {
 		return // revoked meanwhile
 	}
-	p.resolving = false
+	p.fs.resolved()
 	if m.err != nil {
 		c.report(fmt.Errorf("consumer: resolve start offset of %s: %w", p.tp, m.err))
 		c.refreshLater(ctx)
@@ -586,7 +600,7 @@ func (c *Consumer) onPosition(ctx actor.Context, m positionResult) {
 // setPosition moves p (fetching and processing) to offset.
 func (c *Consumer) setPosition(p *partState, offset int64) {
 	p.fetchPos = offset
-	p.inFlight = 0 // a fetch in flight is for the old position
+	p.fs.abandon() // a fetch in flight is for the old position
 	c.book.seek(p.tp, offset)
 }
 
@@ -597,7 +611,7 @@ func (c *Consumer) setPosition(p *partState, offset int64) {
 const fetchAnswerTimeout = 3 * time.Second
 
 func (c *Consumer) fetch(ctx actor.Context, p *partState) {
-	if p.leader == nil || p.fetchPos < 0 || p.inFlight != 0 || p.busy || p.paused || p.revoking || p.failed || c.closing != nil {
+	if !p.fs.ready() || p.leader == nil || p.fetchPos < 0 {
 		return
 	}
 	if !c.conn.HostUp(p.leader.Address) {
@@ -607,7 +621,7 @@ func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 		return
 	}
 	c.corr++
-	p.inFlight = c.corr
+	p.fs.send(c.corr)
 	ctx.Request(p.leader, &messages.FetchRequest{
 		Topic: p.tp.Topic, Partition: p.tp.Partition, FetchOffset: p.fetchPos,
 		MaxBytes: c.cfg.MaxBytes, MinBytes: c.cfg.MinBytes, MaxWaitMs: int32(c.cfg.MaxWait.Milliseconds()),
@@ -618,12 +632,14 @@ func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 
 func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	p := c.parts[TopicPartition{resp.Topic, resp.Partition}]
-	if p == nil || p.inFlight != resp.CorrelationId {
-		return // stale: timed out and refetched already, or revoked
+	if p == nil {
+		return // revoked
 	}
-	p.inFlight = 0
-	if p.paused || p.revoking || c.closing != nil {
-		return // dropped: fetched again from the same position on resume
+	if stale, use := p.fs.answered(resp.CorrelationId); stale || !use {
+		// Stale: timed out and refetched already, or revoked. Not used:
+		// paused, revoking or closing meanwhile; fetched again from the
+		// same position on resume.
+		return
 	}
 	switch code := resp.ErrorCode; {
 	case code == messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
@@ -632,7 +648,7 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 		switch c.cfg.OnOutOfRange {
 		case Fail:
 			c.report(err)
-			p.failed = true // stopped: fetch no more
+			p.fs.fail() // stopped: fetch no more
 			return
 		case ResetLatest:
 			c.setPosition(p, resp.HighWatermark)
@@ -655,7 +671,7 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	if err != nil {
 		// Fetching again would read the same bytes: stop the partition
 		// at the batch, once the records before it are handed over.
-		p.failed = true
+		p.fs.fail()
 		defer c.reportCorrupt(p, err)
 	}
 	p.fetchPos = next
@@ -670,12 +686,12 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 		c.fetch(ctx, p)
 		return
 	}
-	p.busy = true
+	p.fs.hand()
 	ctx.ReenterAfter(ctx.RequestFuture(c.cfg.Target, &Records{Messages: msgs}, 24*time.Hour), func(_ any, err error) {
 		if c.parts[p.tp] != p || c.stopped {
 			return // lost or closed meanwhile
 		}
-		p.busy = false
+		p.fs.handed()
 		if err != nil {
 			c.report(fmt.Errorf("consumer: target did not answer: %w", err))
 		} else if p.fetchPos == next {
@@ -689,8 +705,8 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 // onIdle is called when p's records were handled: a revocation or close
 // waiting for it may go on.
 func (c *Consumer) onIdle(ctx actor.Context, p *partState) {
-	if c.grp != nil && c.grp.revoking != nil {
-		c.revokeStep(ctx)
+	if c.grp != nil {
+		c.revocationHandled(ctx)
 	}
 	if c.closing != nil {
 		c.closeStep(ctx)
@@ -759,10 +775,18 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 func (c *Consumer) onPause(ctx actor.Context, tps []TopicPartition, pause bool) {
 	for _, tp := range tps {
 		p := c.parts[tp]
-		if p == nil || p.paused == pause {
+		if p == nil {
 			continue
 		}
-		p.paused = pause
+		changed := false
+		if pause {
+			changed = p.fs.pause()
+		} else {
+			changed = p.fs.resume()
+		}
+		if !changed {
+			continue // already so, or revoking
+		}
 		c.logger.WithFields(logrus.Fields{"partition": tp.String(), "paused": pause}).Debug("consumer: pause")
 		if !pause {
 			c.fetch(ctx, p)
@@ -778,7 +802,6 @@ func (c *Consumer) onSeek(ctx actor.Context, m *Seek) {
 		return
 	}
 	c.setPosition(p, m.Offset)
-	p.resolving = false
-	p.failed = false // stopped by the Fail policy or an undecodable batch: the new position may be fine
+	p.fs.seek() // a failure (the Fail policy, an undecodable batch) is cleared: the new position may be fine
 	c.fetch(ctx, p)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -101,7 +101,7 @@ func testUndecodableBatch(t *testing.T, target bool) {
 
 	// The records before the bad batch are delivered, and the batch is
 	// reported with its partition and offsets.
-	clustertest.WaitFor(t, 5*time.Second, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		handled, errs := r.state()
 		if !slices.Equal(handled, []string{"0:v0", "1:v1"}) || len(corrupted(errs)) == 0 {
 			first := error(nil)
@@ -114,7 +114,12 @@ func testUndecodableBatch(t *testing.T, target bool) {
 	})
 	// Many fetch rounds later: nothing more delivered, and the report
 	// came once (the partition is not fetched again).
-	time.Sleep(300 * time.Millisecond)
+	poll.Never(t, 300*time.Millisecond, func() error {
+		if handled, errs := r.state(); len(corrupted(errs)) != 1 || !slices.Equal(handled, []string{"0:v0", "1:v1"}) {
+			return fmt.Errorf("handled %v, undecodable-batch reports %v", handled, corrupted(errs))
+		}
+		return nil
+	})
 	handled, errs := r.state()
 	ces := corrupted(errs)
 	if len(ces) != 1 || !slices.Equal(handled, []string{"0:v0", "1:v1"}) {
@@ -136,7 +141,7 @@ func testUndecodableBatch(t *testing.T, target bool) {
 
 	// A Seek past the batch resumes the partition.
 	fc.sys.Root.Send(pid, &Seek{Partition: TopicPartition{"t", 0}, Offset: ce.NextOffset})
-	clustertest.WaitFor(t, 5*time.Second, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if handled, _ := r.state(); !slices.Equal(handled, []string{"0:v0", "1:v1", "3:v3"}) {
 			return fmt.Errorf("handled %v", handled)
 		}
