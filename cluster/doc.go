@@ -12,7 +12,16 @@
 // etcd transaction guarded by the writer's controller epoch, and a host is
 // alive exactly as long as its lease.
 //
-// Threading: Store, Etcd, Registration and the pure functions are safe for
-// concurrent use; an Election's Campaign and Resign must not overlap (see
-// Election). Tests start real members with the clustertest package.
+// The seams (store.go): the broker and controller actors see the metadata
+// only through MetadataStore, and a controller candidacy through Election.
+// Store implements both on etcd; MemStore (memstore.go) implements them in
+// memory with the same semantics — revisions, ErrTopicChanged on a stale
+// UpdateTopic, fenced writes failing with ErrNotController, watches from a
+// revision, leases — plus controls for tests (ExpireHost, Compact,
+// EndWatches, SetInterceptor). One contract test table runs against both.
+//
+// Threading: Store, MemStore, Etcd, Registration and the pure functions are
+// safe for concurrent use; an Election's Campaign and Resign must not
+// overlap (see Election). Tests start real members with the clustertest
+// package, or use a MemStore.
 package cluster

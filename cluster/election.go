@@ -21,10 +21,11 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// Election is one candidate for controller. Campaign and Resign must not
-// run concurrently with each other; Done may be used from any goroutine,
-// and Close may be called at any time (it aborts a pending Campaign).
-type Election struct {
+// etcdElection is one candidate for controller on etcd: the Election
+// Store.NewElection returns. Campaign and Resign must not run concurrently
+// with each other; Done may be used from any goroutine, and Close may be
+// called at any time (it aborts a pending Campaign).
+type etcdElection struct {
 	store    *Store
 	session  *concurrency.Session
 	election *concurrency.Election
@@ -45,7 +46,7 @@ type Election struct {
 // process freezes or loses etcd for longer than ttl, the lease expires and
 // another candidate takes over; DESIGN §5 discusses the choice of ttl.
 // The caller must Close the Election.
-func (s *Store) NewElection(ctx context.Context, ttl time.Duration) (*Election, error) {
+func (s *Store) NewElection(ctx context.Context, ttl time.Duration) (Election, error) {
 	secs, err := ttlSeconds(ttl)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: new election: %w", err)
@@ -65,7 +66,7 @@ func (s *Store) NewElection(ctx context.Context, ttl time.Duration) (*Election, 
 		return nil, fmt.Errorf("cluster: new election: session: %w", err)
 	}
 	logger := s.logger.WithFields(logrus.Fields{"election": s.keys.Election(), "session_lease": int64(lease.ID)})
-	return &Election{
+	return &etcdElection{
 		store:    s,
 		session:  session,
 		election: concurrency.NewElection(session, s.keys.Election()),
@@ -88,7 +89,7 @@ func ttlSeconds(ttl time.Duration) (int64, error) {
 // is what Store.Controller reports. Campaign returns early with ctx's error
 // when ctx ends, or with an error wrapping ErrLeaseLost when the session
 // lease is lost; in both cases it has withdrawn its candidacy.
-func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
+func (e *etcdElection) Campaign(ctx context.Context, value string) (Fence, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // lease lost => stop waiting
@@ -129,7 +130,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (Fence, error) {
 // candidacy nobody waits on until the session ends. The key is the
 // election prefix and the session's lease id, as concurrency.Election
 // names it.
-func (e *Election) withdraw() {
+func (e *etcdElection) withdraw() {
 	key := fmt.Sprintf("%s/%x", e.store.keys.Election(), e.session.Lease())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -139,7 +140,7 @@ func (e *Election) withdraw() {
 }
 
 // lost reports whether the session's lease is no longer kept alive.
-func (e *Election) lost() bool {
+func (e *etcdElection) lost() bool {
 	select {
 	case <-e.keeper.Done():
 		return true
@@ -152,15 +153,15 @@ func (e *Election) lost() bool {
 // expired, was revoked, the keepalives failed for a TTL, or Close was
 // called). From then on the candidate has no authority: a controller must
 // stop acting at once. Its writes would fail with ErrNotController anyway.
-func (e *Election) Done() <-chan struct{} { return e.keeper.Done() }
+func (e *etcdElection) Done() <-chan struct{} { return e.keeper.Done() }
 
 // TTL is the session lease's TTL.
-func (e *Election) TTL() time.Duration { return e.ttl }
+func (e *etcdElection) TTL() time.Duration { return e.ttl }
 
 // Resign gives up the controller role (deleting the election key, so a
 // standby wins at once) while keeping the session, so the candidate may
 // Campaign again. It does nothing when the candidate is not elected.
-func (e *Election) Resign(ctx context.Context) error {
+func (e *etcdElection) Resign(ctx context.Context) error {
 	if err := e.election.Resign(ctx); err != nil {
 		return fmt.Errorf("cluster: resign: %w", err)
 	}
@@ -171,7 +172,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // Close ends the candidacy: it stops the keepalives and revokes the lease,
 // which deletes the election key (a standby then wins) and closes Done.
 // Idempotent; later calls return the first call's result.
-func (e *Election) Close() error {
+func (e *etcdElection) Close() error {
 	e.closeOnce.Do(func() {
 		e.keeper.Stop()
 		err := e.session.Close()

@@ -22,7 +22,7 @@ type campaignResult struct {
 }
 
 // campaignAsync runs Campaign in a goroutine.
-func campaignAsync(ctx context.Context, el *cluster.Election, value string) <-chan campaignResult {
+func campaignAsync(ctx context.Context, el cluster.Election, value string) <-chan campaignResult {
 	ch := make(chan campaignResult, 1)
 	go func() {
 		f, err := el.Campaign(ctx, value)
@@ -50,7 +50,7 @@ func waitCandidates(t *testing.T, s *cluster.Store, n int64) {
 // newCandidate makes an election on its own client of e, closed at cleanup.
 // Its TTL is 3 s, so keepalives go every second and Done follows a lost
 // lease within about a second.
-func newCandidate(t *testing.T, e *cluster.Etcd) (*cluster.Store, *cluster.Election) {
+func newCandidate(t *testing.T, e *cluster.Etcd) (*cluster.Store, cluster.Election) {
 	t.Helper()
 	s := cluster.NewStore(newClient(t, e), "", clustertest.Logger(t))
 	el, err := s.NewElection(testCtx(t, 5*time.Second), 3*time.Second)

@@ -127,7 +127,7 @@ func TestEtcdRestartKeepsMetadata(t *testing.T) {
 
 // electNoCleanup elects a controller whose closing is the caller's job
 // (the member it runs on is stopped before the test ends).
-func electNoCleanup(t *testing.T, s *cluster.Store) (*cluster.Election, cluster.Fence) {
+func electNoCleanup(t *testing.T, s *cluster.Store) (cluster.Election, cluster.Fence) {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
 	el, err := s.NewElection(ctx, 5*time.Second)

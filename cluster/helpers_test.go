@@ -35,7 +35,7 @@ func testCtx(t testing.TB, timeout time.Duration) context.Context {
 
 // elect makes a candidate on s, closes it at cleanup, and returns its fence
 // once elected.
-func elect(t testing.TB, s *cluster.Store, value string) (*cluster.Election, cluster.Fence) {
+func elect(t testing.TB, s *cluster.Store, value string) (cluster.Election, cluster.Fence) {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
 	el, err := s.NewElection(ctx, 10*time.Second)

@@ -69,7 +69,7 @@ func (s *Store) AllocateProducerIDs(ctx context.Context, n int64) (int64, error)
 // ProducerIDAllocator serves producer ids from blocks taken with
 // AllocateProducerIDs. Safe for concurrent use.
 type ProducerIDAllocator struct {
-	store     *Store
+	store     ProducerIDSource
 	blockSize int64
 
 	mu        sync.Mutex
@@ -77,8 +77,8 @@ type ProducerIDAllocator struct {
 }
 
 // NewProducerIDAllocator returns an allocator taking blocks of blockSize
-// ids (ProducerIDBlockSize when <= 0).
-func NewProducerIDAllocator(store *Store, blockSize int64) *ProducerIDAllocator {
+// ids (ProducerIDBlockSize when <= 0) from store (a Store or MemStore).
+func NewProducerIDAllocator(store ProducerIDSource, blockSize int64) *ProducerIDAllocator {
 	if blockSize <= 0 {
 		blockSize = ProducerIDBlockSize
 	}

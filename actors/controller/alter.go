@@ -63,20 +63,26 @@ func ApplyAlterPartition(p *messages.PartitionState, req *messages.AlterPartitio
 	return true, 0, ""
 }
 
-// onAlterPartition commits (or refuses) a leader's ISR proposal.
-func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPartitionRequest) {
-	if !c.authorizeInternal(ctx, req) {
-		return
-	}
-	if c.fence == nil {
-		c.forward(ctx, req, req.CorrelationId)
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+// onAlterPartition commits (or refuses) a leader's ISR proposal, as a
+// job of the ISR lane.
+func (e *elected) onAlterPartition(ctx actor.Context, req request, m *messages.AlterPartitionRequest) {
+	e.submit(ctx, laneISR, m.Topic, req, func(actor.Context) work {
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			resp := w.alterPartition(ctx, m)
+			return func(actx actor.Context) { e.c.respond(actx, req, resp) }
+		}
+	})
+}
+
+// alterPartition commits (or refuses) an ISR proposal and returns the
+// answer.
+func (w *worker) alterPartition(ctx context.Context, req *messages.AlterPartitionRequest) *messages.AlterPartitionResponse {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	resp := &messages.AlterPartitionResponse{CorrelationId: req.CorrelationId}
 	for attempt := 0; ; attempt++ {
-		t, rev, err := c.cfg.Store.GetTopic(rctx, req.Topic)
+		t, rev, err := w.cfg.Store.GetTopic(rctx, req.Topic)
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = codeFor(err), err.Error()
 			break
@@ -87,7 +93,7 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 		}
 		p := t.Partitions[req.Partition]
 		before := proto.Clone(t).(*messages.TopicMetadata)
-		changed, code, msg := ApplyAlterPartition(p, req, c.electionLive())
+		changed, code, msg := ApplyAlterPartition(p, req, w.electionLive)
 		if code != 0 {
 			// A refusal carries no partition state.
 			resp.ErrorCode, resp.ErrorMessage = code, msg
@@ -98,8 +104,8 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 			break
 		}
 		// The new ISR may hold every replica a reassignment waits for.
-		completed := CompleteReassignment(p, c.electionLive())
-		err = c.cfg.Store.UpdateTopic(rctx, *c.fence, t, rev)
+		completed := CompleteReassignment(p, w.electionLive)
+		err = w.cfg.Store.UpdateTopic(rctx, w.fence, t, rev)
 		if errors.Is(err, cluster.ErrTopicChanged) && attempt < 3 {
 			continue
 		}
@@ -108,14 +114,14 @@ func (c *Controller) onAlterPartition(ctx actor.Context, req *messages.AlterPart
 			break
 		}
 		resp.Partition = p
-		c.logger.WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition, "isr": p.Isr, "partition_epoch": p.PartitionEpoch, "leader": p.Leader}).Info("ISR changed")
+		w.logger.WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition, "isr": p.Isr, "partition_epoch": p.PartitionEpoch, "leader": p.Leader}).Info("ISR changed")
 		if completed {
-			c.logReassignments(before, t)
+			w.logReassignments(before, t)
 		}
 		break
 	}
 	if resp.ErrorCode != 0 {
-		c.logger.WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition, "proposed_isr": req.NewIsr, "code": resp.ErrorCode}).Info("ISR change refused: " + resp.ErrorMessage)
+		w.logger.WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition, "proposed_isr": req.NewIsr, "code": resp.ErrorCode}).Info("ISR change refused: " + resp.ErrorMessage)
 	}
-	ctx.Respond(resp)
+	return resp
 }

@@ -22,10 +22,19 @@
 // CreateOffsetsTopic) are accepted only from hosts (senders.go), checked
 // before a standby forwards them.
 //
-// Threading: the campaign and the host watch run on their own goroutines
-// and only post messages; all state is owned by the actor. Admin requests
-// and leader elections block the actor on etcd for at most
-// RequestTimeout, which is fine for their rate.
+// Seams: the metadata is a cluster.MetadataStore (Config.Store): the etcd
+// cluster.Store in a host, a cluster.MemStore in most tests. The actor has
+// two behaviours (roles.go): standby forwards, elected acts; no handler
+// asks "am I elected".
+//
+// Threading: the campaign, the host watch, the host prober and every etcd
+// call run off the actor and only post messages; all state is owned by
+// the actor, which never waits on etcd. The elected controller's etcd
+// work runs as jobs in two lanes (lanes.go): admin work one job at a
+// time, ISR changes (AlterPartition) one at a time beside it, so an ISR
+// change never queues behind a CreateTopic; two jobs writing one topic
+// never run at once. A standby forwards on a goroutine. Requests are
+// answered as their work completes.
 package controller
 
 import (
@@ -49,7 +58,9 @@ import (
 // Config configures a controller actor.
 type Config struct {
 	HostID int32
-	Store  *cluster.Store
+	// Store is the cluster metadata: a *cluster.Store (etcd) in a host, a
+	// *cluster.MemStore in tests.
+	Store cluster.MetadataStore
 	// SessionTTL is the etcd session TTL of the election (default 10 s).
 	SessionTTL time.Duration
 	// RequestTimeout bounds one admin request's etcd work (default 10 s).
@@ -77,29 +88,27 @@ type Config struct {
 }
 
 type (
-	elected struct {
+	// electedMsg and deposed are posted by the campaign goroutine.
+	electedMsg struct {
 		fence cluster.Fence
 	}
 	deposed struct{}
 )
 
-// Controller is the actor; create it with Props.
+// Controller is the actor; create it with Props. Its fields are touched
+// only in Receive.
 type Controller struct {
 	cfg    Config
 	logger *logrus.Entry
-	fence  *cluster.Fence // set while this host is the controller
+	role   role // standby or *elected (roles.go)
+	terms  int  // elections won so far; tags a term's messages
+	lanes  lanes
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the campaign goroutine ends
-
-	// Host liveness, while elected (liveness.go).
-	term int            // bumped per election; tags the host watch's messages
-	live map[int32]bool // live hosts; nil until the watch first reports
-	// shuttingDown holds live hosts in controlled shutdown: they lead
-	// nothing and join no ISR until they leave.
-	shuttingDown map[int32]bool
-	watchCancel  context.CancelFunc // stops the host watch
-	watchDone    chan struct{}      // closed when the host watch goroutine ends
-	retryPending bool               // a retryReconcile is scheduled
+	// jobs is the parent context of every job's etcd work; cancelled
+	// when the actor stops.
+	jobs       context.Context
+	cancelJobs context.CancelFunc
 
 	// hosts caches the host registrations for the sender checks of
 	// internal requests (senders.go).
@@ -131,89 +140,137 @@ func New(cfg Config) actor.Actor {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &Controller{cfg: cfg, logger: cfg.Logger.WithField("component", "controller")}
+	c := &Controller{cfg: cfg, logger: cfg.Logger.WithField("component", "controller")}
+	c.role = standby{c}
+	c.jobs, c.cancelJobs = context.WithCancel(context.Background())
+	return c
 }
 
-// Receive dispatches the controller's messages.
+// Receive dispatches the controller's messages: the life cycle, the
+// campaign's reports and the jobs' ends here; requests after the sender
+// check, and everything else, to the current role.
 func (c *Controller) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		cctx, cancel := context.WithCancel(context.Background())
-		c.cancel = cancel
-		c.done = make(chan struct{})
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		prober := c.newHostProber()
-		go func() {
-			defer close(c.done)
-			var probing sync.WaitGroup
-			probing.Add(1)
-			go func() {
-				defer probing.Done()
-				prober.run(cctx)
-			}()
-			c.campaign(cctx, self, func(m any) { root.Send(self, m) })
-			probing.Wait()
-		}()
-	case elected:
-		f := msg.fence
-		c.fence = &f
-		c.logger.WithFields(logrus.Fields{"controller_epoch": f.Epoch, "host": c.cfg.HostID}).Info("this host is now the controller")
-		c.startHostWatch(ctx)
-		c.scheduleRebalanceCheck(ctx)
+		c.onStarted(ctx)
+	case electedMsg:
+		c.becomeStandby(ctx) // a term still open ends first
+		c.becomeElected(ctx, msg.fence)
 	case deposed:
-		if c.fence != nil {
-			c.logger.WithField("controller_epoch", c.fence.Epoch).Warn("lost the controller election session; standing by")
-		}
-		c.fence = nil
-		c.stopHostWatch()
-	case liveHosts:
-		c.onLiveHosts(ctx, msg)
-	case retryReconcile:
-		c.onRetryReconcile(ctx, msg)
+		c.becomeStandby(ctx)
+	case jobDone:
+		c.onJobDone(ctx, msg)
+	case hostsRead:
+		c.onHostsRead(ctx, msg)
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,
-		*messages.CreateOffsetsTopicRequest:
-		c.onAdmin(ctx, msg.(proto.Message))
-	case *messages.AlterPartitionRequest:
-		c.onAlterPartition(ctx, msg)
-	case *messages.ControlledShutdownRequest:
-		c.onControlledShutdown(ctx, msg)
-	case *messages.ElectLeadersRequest:
-		c.onElectLeaders(ctx, msg)
-	case *messages.ReassignPartitionsRequest:
-		c.onReassignPartitions(ctx, msg)
-	case rebalanceCheck:
-		c.onRebalanceCheck(ctx, msg)
+		*messages.CreateOffsetsTopicRequest, *messages.AlterPartitionRequest, *messages.ControlledShutdownRequest,
+		*messages.ElectLeadersRequest, *messages.ReassignPartitionsRequest:
+		m := msg.(proto.Message)
+		c.authorizeInternal(ctx, request{msg: m, sender: ctx.Sender(), corr: m.(correlated).GetCorrelationId()})
 	case *actor.Stopping:
-		// Resign before going, so a standby takes over at once instead
-		// of after the session TTL. Both goroutines are told at once and
-		// waited for together: without an etcd quorum their calls only
-		// end with their timeouts.
-		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer wcancel()
-		deadline := wctx.Done()
-		if c.watchCancel != nil {
-			c.watchCancel()
-		}
-		if c.cancel != nil {
-			c.cancel()
-			select {
-			case <-c.done:
-			case <-deadline:
-				c.logger.Warn("controller campaign did not end in time")
-			}
-		}
-		if c.watchDone != nil {
-			select {
-			case <-c.watchDone:
-			case <-deadline:
-				c.logger.Warn("controller host watch did not end in time")
-			}
-			c.watchCancel, c.watchDone = nil, nil
-		}
+		c.onStopping()
 	case *actor.Stopped, *actor.Restarting, *pcluster.ClusterInit:
 	default:
-		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("controller: unknown message")
+		if !c.role.receive(ctx, msg) {
+			c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("controller: unknown message")
+		}
 	}
+}
+
+// onStarted starts the campaign and the host prober.
+func (c *Controller) onStarted(ctx actor.Context) {
+	cctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.done = make(chan struct{})
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	prober := c.newHostProber()
+	go func() {
+		defer close(c.done)
+		var probing sync.WaitGroup
+		probing.Add(1)
+		go func() {
+			defer probing.Done()
+			prober.run(cctx)
+		}()
+		c.campaign(cctx, self, func(m any) { root.Send(self, m) })
+		probing.Wait()
+	}()
+}
+
+// onStopping resigns before going, so a standby takes over at once
+// instead of after the session TTL. The campaign and the host watch are
+// told at once and waited for together: without an etcd quorum their
+// calls only end with their timeouts. Running jobs are cancelled.
+func (c *Controller) onStopping() {
+	c.cancelJobs()
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	deadline := wctx.Done()
+	e, isElected := c.role.(*elected)
+	if isElected && e.watchCancel != nil {
+		e.watchCancel()
+	}
+	if c.cancel != nil {
+		c.cancel()
+		select {
+		case <-c.done:
+		case <-deadline:
+			c.logger.Warn("controller campaign did not end in time")
+		}
+	}
+	if isElected && e.watchDone != nil {
+		select {
+		case <-e.watchDone:
+		case <-deadline:
+			c.logger.Warn("controller host watch did not end in time")
+		}
+		e.watchCancel, e.watchDone = nil, nil
+	}
+}
+
+// submit queues a job and starts what can start.
+func (c *Controller) submit(ctx actor.Context, j *job) {
+	c.lanes.add(j)
+	c.pump(ctx)
+}
+
+// pump starts every job the lanes allow: its start runs here, its work
+// on a goroutine that posts jobDone.
+func (c *Controller) pump(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	for {
+		started := c.lanes.next()
+		if len(started) == 0 {
+			return
+		}
+		for _, j := range started {
+			w := j.start(ctx)
+			if w == nil {
+				c.lanes.done(j.lane)
+				continue
+			}
+			ln, parent := j.lane, c.jobs
+			go func() { root.Send(self, jobDone{lane: ln, finish: w(parent)}) }()
+		}
+	}
+}
+
+// onJobDone finishes a job in the actor and starts the next ones.
+func (c *Controller) onJobDone(ctx actor.Context, m jobDone) {
+	c.lanes.done(m.lane)
+	if m.finish != nil {
+		m.finish(ctx)
+	}
+	c.pump(ctx)
+}
+
+// respond answers a request (nobody to answer: dropped).
+func (c *Controller) respond(ctx actor.Context, req request, resp proto.Message) {
+	if req.sender == nil {
+		c.logger.WithField("request", fmt.Sprintf("%T", req.msg)).Debug("controller: answer to a request without a sender dropped")
+		return
+	}
+	ctx.Send(req.sender, resp)
 }
 
 // campaign wins the election (waiting as a standby until then), reports
@@ -237,7 +294,7 @@ func (c *Controller) campaign(ctx context.Context, self *actor.PID, post func(an
 			c.closeElection(el)
 			continue
 		}
-		post(elected{fence: fence})
+		post(electedMsg{fence: fence})
 		select {
 		case <-el.Done():
 		case <-ctx.Done():
@@ -252,7 +309,7 @@ func (c *Controller) campaign(ctx context.Context, self *actor.PID, post func(an
 	}
 }
 
-func (c *Controller) closeElection(el *cluster.Election) {
+func (c *Controller) closeElection(el cluster.Election) {
 	if err := el.Close(); err != nil {
 		c.logger.WithError(err).Debug("closing election session")
 	}
@@ -260,68 +317,114 @@ func (c *Controller) closeElection(el *cluster.Election) {
 
 type correlated interface{ GetCorrelationId() int64 }
 
-func (c *Controller) onAdmin(ctx actor.Context, msg proto.Message) {
-	if !c.authorizeInternal(ctx, msg) { // CreateOffsetsTopicRequest
-		return
+// adminTopic is the topic an admin request writes.
+func adminTopic(msg proto.Message) string {
+	switch m := msg.(type) {
+	case *messages.CreateTopicRequest:
+		return m.Name
+	case *messages.DeleteTopicRequest:
+		return m.Name
+	case *messages.CreatePartitionsRequest:
+		return m.Name
+	case *messages.AlterTopicConfigsRequest:
+		return m.Name
+	case *messages.CreateOffsetsTopicRequest:
+		return messages.OffsetsTopic
 	}
-	corr := msg.(correlated).GetCorrelationId()
-	if c.fence == nil {
-		c.forward(ctx, msg, corr)
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	return ""
+}
+
+// onAdmin runs an admin request as a job of the admin lane.
+func (e *elected) onAdmin(ctx actor.Context, req request) {
+	e.submit(ctx, laneAdmin, adminTopic(req.msg), req, func(actor.Context) work {
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			resp := w.admin(ctx, req.msg, req.corr)
+			return func(actx actor.Context) { e.c.respond(actx, req, resp) }
+		}
+	})
+}
+
+// worker does a job's etcd work with a copy of what it needs of the
+// elected controller's state, taken when the job starts. It never touches
+// the actor.
+type worker struct {
+	cfg    Config
+	logger *logrus.Entry
+	fence  cluster.Fence
+	// live is the live host set (nil: not read yet); electionLive, the
+	// one elections use (less the hosts in controlled shutdown). Both are
+	// read-only.
+	live, electionLive map[int32]bool
+}
+
+// admin carries out an admin request and returns its answer.
+func (w *worker) admin(ctx context.Context, msg proto.Message, corr int64) *messages.AdminResponse {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	var topic *messages.TopicMetadata
 	err := refuseInternal(msg)
 	if err == nil {
 		switch m := msg.(type) {
 		case *messages.CreateTopicRequest:
-			topic, err = c.createTopic(rctx, m)
+			topic, err = w.createTopic(rctx, m)
 		case *messages.DeleteTopicRequest:
-			err = c.cfg.Store.DeleteTopic(rctx, *c.fence, m.Name)
+			err = w.cfg.Store.DeleteTopic(rctx, w.fence, m.Name)
 		case *messages.CreatePartitionsRequest:
-			topic, err = c.createPartitions(rctx, m)
+			topic, err = w.createPartitions(rctx, m)
 		case *messages.AlterTopicConfigsRequest:
-			topic, err = c.alterConfigs(rctx, m)
+			topic, err = w.alterConfigs(rctx, m)
 		case *messages.CreateOffsetsTopicRequest:
-			topic, err = c.createOffsetsTopic(rctx, m)
+			topic, err = w.createOffsetsTopic(rctx, m)
 		}
 	}
 	resp := &messages.AdminResponse{CorrelationId: corr, Topic: topic}
 	if err != nil {
 		resp.Topic = nil
 		resp.ErrorCode, resp.ErrorMessage = codeFor(err), err.Error()
-		c.logger.WithError(err).WithField("request", fmt.Sprintf("%T", msg)).Info("admin request refused")
+		w.logger.WithError(err).WithField("request", fmt.Sprintf("%T", msg)).Info("admin request refused")
 	}
-	ctx.Respond(resp)
+	return resp
 }
 
-// forward sends an admin request to the elected controller's host.
-func (c *Controller) forward(ctx actor.Context, msg proto.Message, corr int64) {
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+// forward sends a request to the elected controller's host and relays
+// the answer, on a goroutine: finding the controller reads etcd, and its
+// answer may take RequestTimeout. It touches no actor state.
+func (c *Controller) forward(ctx actor.Context, req request) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		resp := c.forwarded(root, self, req)
+		if req.sender != nil {
+			root.Send(req.sender, resp)
+		}
+	}()
+}
+
+// forwarded asks the elected controller and returns its answer, or a
+// NOT_CONTROLLER reply (retriable) when there is none or it does not
+// answer.
+func (c *Controller) forwarded(root *actor.RootContext, self *actor.PID, req request) any {
+	rctx, cancel := context.WithTimeout(c.jobs, c.cfg.RequestTimeout)
 	value, _, err := c.cfg.Store.Controller(rctx)
 	cancel()
 	leader, perr := decodePID(value)
 	if err == nil && perr != nil {
 		err = perr
 	}
-	if err != nil || leader.Equal(ctx.Self()) {
+	if err != nil || leader.Equal(self) {
 		why := "no controller elected yet"
 		if err != nil && !errors.Is(err, cluster.ErrNoController) {
 			why = fmt.Sprintf("cannot find the controller: %v", err)
 		}
-		ctx.Respond(messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
-		return
+		return messages.ErrorReply(req.msg, req.corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why)
 	}
-	sender := ctx.Sender()
-	ctx.ReenterAfter(ctx.RequestFuture(leader, msg, c.cfg.RequestTimeout), func(res any, err error) {
-		if err != nil {
-			// The elected controller is gone or unreachable; its lease will
-			// lapse and another will be elected. NOT_CONTROLLER is retriable.
-			res = messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("controller %s did not answer: %v", leader, err))
-		}
-		ctx.Send(sender, res)
-	})
+	res, err := root.RequestFuture(leader, req.msg, c.cfg.RequestTimeout).Result()
+	if err != nil {
+		// The elected controller is gone or unreachable; its lease will
+		// lapse and another will be elected. NOT_CONTROLLER is retriable.
+		return messages.ErrorReply(req.msg, req.corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("controller %s did not answer: %v", leader, err))
+	}
+	return res
 }
 
 // evictCrashedSelf removes election candidacies left by an earlier
@@ -359,8 +462,8 @@ func decodePID(v string) (*actor.PID, error) {
 	return actor.NewPID(addr, id), nil
 }
 
-func (c *Controller) liveHosts(ctx context.Context) ([]int32, error) {
-	hosts, err := c.cfg.Store.ListHosts(ctx)
+func (w *worker) liveHosts(ctx context.Context) ([]int32, error) {
+	hosts, err := w.cfg.Store.ListHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -372,19 +475,19 @@ func (c *Controller) liveHosts(ctx context.Context) ([]int32, error) {
 	return ids, nil
 }
 
-func (c *Controller) createTopic(ctx context.Context, m *messages.CreateTopicRequest) (*messages.TopicMetadata, error) {
-	t, err := c.newTopic(ctx, m.Name, m.Partitions, m.ReplicationFactor, m.Configs)
+func (w *worker) createTopic(ctx context.Context, m *messages.CreateTopicRequest) (*messages.TopicMetadata, error) {
+	t, err := w.newTopic(ctx, m.Name, m.Partitions, m.ReplicationFactor, m.Configs)
 	if err != nil {
 		return nil, err
 	}
-	c.logger.WithFields(logrus.Fields{"topic": m.Name, "partitions": m.Partitions, "replication_factor": m.ReplicationFactor}).Info("created topic")
+	w.logger.WithFields(logrus.Fields{"topic": m.Name, "partitions": m.Partitions, "replication_factor": m.ReplicationFactor}).Info("created topic")
 	return t, nil
 }
 
 // newTopic validates a new topic, places its replicas on the live hosts
 // and stores it. Every bound is checked before the placement allocates
 // anything in proportion to the request.
-func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf int32, configs map[string]string) (*messages.TopicMetadata, error) {
+func (w *worker) newTopic(ctx context.Context, name string, partitions, rf int32, configs map[string]string) (*messages.TopicMetadata, error) {
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -394,13 +497,13 @@ func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf i
 	if rf < 1 {
 		return nil, fmt.Errorf("%w: replication factor %d (need at least 1)", cluster.ErrInvalidReplicationFactor, rf)
 	}
-	if c.cfg.MaxReplicationFactor > 0 && rf > c.cfg.MaxReplicationFactor {
-		return nil, fmt.Errorf("%w: replication factor %d is above the maximum %d", cluster.ErrInvalidReplicationFactor, rf, c.cfg.MaxReplicationFactor)
+	if w.cfg.MaxReplicationFactor > 0 && rf > w.cfg.MaxReplicationFactor {
+		return nil, fmt.Errorf("%w: replication factor %d is above the maximum %d", cluster.ErrInvalidReplicationFactor, rf, w.cfg.MaxReplicationFactor)
 	}
 	if err := cluster.ValidateTopicConfigs(configs); err != nil {
 		return nil, err
 	}
-	hosts, err := c.liveHosts(ctx)
+	hosts, err := w.liveHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -408,14 +511,14 @@ func (c *Controller) newTopic(ctx context.Context, name string, partitions, rf i
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkCapacity(ctx, assign); err != nil {
+	if err := w.checkCapacity(ctx, assign); err != nil {
 		return nil, err
 	}
 	t := &messages.TopicMetadata{Name: name, TopicId: cluster.NewTopicID(), Configs: configs, ReplicationFactor: rf}
 	for i, replicas := range assign {
 		t.Partitions = append(t.Partitions, newPartition(int32(i), replicas))
 	}
-	if err := c.cfg.Store.CreateTopic(ctx, *c.fence, t); err != nil {
+	if err := w.cfg.Store.CreateTopic(ctx, w.fence, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -433,23 +536,23 @@ func checkPartitionCount(n int32) error {
 // checkCapacity refuses (cluster.ErrPolicyViolation) an assignment that
 // would take a host past MaxPartitionsPerHost replicas, counting the
 // replicas every stored topic already places there.
-func (c *Controller) checkCapacity(ctx context.Context, assign [][]int32) error {
-	topics, _, err := c.cfg.Store.ListTopics(ctx)
+func (w *worker) checkCapacity(ctx context.Context, assign [][]int32) error {
+	topics, _, err := w.cfg.Store.ListTopics(ctx)
 	if err != nil {
 		return err
 	}
-	return cluster.CheckHostCapacity(cluster.ReplicaLoad(topics), assign, c.cfg.MaxPartitionsPerHost)
+	return cluster.CheckHostCapacity(cluster.ReplicaLoad(topics), assign, w.cfg.MaxPartitionsPerHost)
 }
 
 func newPartition(i int32, replicas []int32) *messages.PartitionState {
 	return &messages.PartitionState{Partition: i, Replicas: replicas, Leader: replicas[0], Isr: append([]int32(nil), replicas...)}
 }
 
-func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePartitionsRequest) (*messages.TopicMetadata, error) {
+func (w *worker) createPartitions(ctx context.Context, m *messages.CreatePartitionsRequest) (*messages.TopicMetadata, error) {
 	if err := checkPartitionCount(m.Total); err != nil {
 		return nil, err
 	}
-	t, rev, err := c.cfg.Store.GetTopic(ctx, m.Name)
+	t, rev, err := w.cfg.Store.GetTopic(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +560,7 @@ func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePar
 	if m.Total <= have {
 		return nil, fmt.Errorf("%w: topic %q has %d partitions; the new total %d must be larger", cluster.ErrInvalidPartitions, m.Name, have, m.Total)
 	}
-	hosts, err := c.liveHosts(ctx)
+	hosts, err := w.liveHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -465,23 +568,23 @@ func (c *Controller) createPartitions(ctx context.Context, m *messages.CreatePar
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkCapacity(ctx, assign); err != nil {
+	if err := w.checkCapacity(ctx, assign); err != nil {
 		return nil, err
 	}
 	for i, replicas := range assign {
 		t.Partitions = append(t.Partitions, newPartition(have+int32(i), replicas))
 	}
-	if err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev); err != nil {
+	if err := w.cfg.Store.UpdateTopic(ctx, w.fence, t, rev); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicConfigsRequest) (*messages.TopicMetadata, error) {
+func (w *worker) alterConfigs(ctx context.Context, m *messages.AlterTopicConfigsRequest) (*messages.TopicMetadata, error) {
 	if err := cluster.ValidateTopicConfigs(m.Configs); err != nil {
 		return nil, err
 	}
-	t, rev, err := c.cfg.Store.GetTopic(ctx, m.Name)
+	t, rev, err := w.cfg.Store.GetTopic(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -489,21 +592,21 @@ func (c *Controller) alterConfigs(ctx context.Context, m *messages.AlterTopicCon
 	// A change of unclean.leader.election.enable takes effect at once, as
 	// in Kafka: an offline partition may get a leader now.
 	var before *messages.TopicMetadata
-	if c.live != nil {
+	if w.live != nil {
 		unclean, err := cluster.UncleanLeaderElection(t.Configs)
 		if err != nil {
 			return nil, err
 		}
 		before = proto.Clone(t).(*messages.TopicMetadata)
-		if !ElectLeaders(t, c.live, unclean) {
+		if !ElectLeaders(t, w.live, unclean) {
 			before = nil
 		}
 	}
-	if err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev); err != nil {
+	if err := w.cfg.Store.UpdateTopic(ctx, w.fence, t, rev); err != nil {
 		return nil, err
 	}
 	if before != nil {
-		c.logElections(before, t)
+		w.logElections(before, t)
 	}
 	return t, nil
 }

@@ -76,28 +76,28 @@ func refuseInternal(msg proto.Message) error {
 // partitions, min(OffsetsTopicReplicationFactor, live hosts) replicas
 // (capped by Config.MaxReplicationFactor) and OffsetsTopicConfigs, or
 // returns it as it is if it exists.
-func (c *Controller) createOffsetsTopic(ctx context.Context, m *messages.CreateOffsetsTopicRequest) (*messages.TopicMetadata, error) {
-	if t, _, err := c.cfg.Store.GetTopic(ctx, messages.OffsetsTopic); err == nil {
+func (w *worker) createOffsetsTopic(ctx context.Context, m *messages.CreateOffsetsTopicRequest) (*messages.TopicMetadata, error) {
+	if t, _, err := w.cfg.Store.GetTopic(ctx, messages.OffsetsTopic); err == nil {
 		return t, nil
 	} else if !errors.Is(err, cluster.ErrUnknownTopic) {
 		return nil, err
 	}
-	hosts, err := c.liveHosts(ctx)
+	hosts, err := w.liveHosts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rf := min(OffsetsTopicReplicationFactor, int32(len(hosts)))
-	if c.cfg.MaxReplicationFactor > 0 {
-		rf = min(rf, c.cfg.MaxReplicationFactor)
+	if w.cfg.MaxReplicationFactor > 0 {
+		rf = min(rf, w.cfg.MaxReplicationFactor)
 	}
-	t, err := c.newTopic(ctx, messages.OffsetsTopic, m.Partitions, rf, OffsetsTopicConfigs())
+	t, err := w.newTopic(ctx, messages.OffsetsTopic, m.Partitions, rf, OffsetsTopicConfigs())
 	if errors.Is(err, cluster.ErrTopicExists) {
 		// Another broker's request won the race.
-		t, _, err = c.cfg.Store.GetTopic(ctx, messages.OffsetsTopic)
+		t, _, err = w.cfg.Store.GetTopic(ctx, messages.OffsetsTopic)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("controller: create %s: %w", messages.OffsetsTopic, err)
 	}
-	c.logger.WithFields(logrus.Fields{"topic": t.Name, "partitions": len(t.Partitions), "replication_factor": t.ReplicationFactor}).Info("created the internal offsets topic")
+	w.logger.WithFields(logrus.Fields{"topic": t.Name, "partitions": len(t.Partitions), "replication_factor": t.ReplicationFactor}).Info("created the internal offsets topic")
 	return t, nil
 }

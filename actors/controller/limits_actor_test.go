@@ -1,9 +1,10 @@
-// limits_actor_test.go: the controller actor against a real embedded etcd
-// refuses admin requests past the limits (issue 11) — partitions per topic
+// limits_actor_test.go: the controller actor refuses admin requests past the limits (issue 11) — partitions per topic
 // (even 2^31-1, at once and without allocating), partition replicas per
 // host, segment.bytes below 1 MiB, any config change of the internal
-// offsets topic — with Kafka's codes, writing nothing; and it goes on
-// serving beside a topic record nobody could have created through it.
+// offsets topic — with Kafka's codes, writing nothing (on a MemStore); and
+// it goes on serving beside a topic record nobody could have created
+// through it (on a real embedded etcd: the record is written straight
+// into it).
 
 package controller_test
 
@@ -20,6 +21,7 @@ import (
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -28,7 +30,7 @@ import (
 func admin(t *testing.T, sys *actor.ActorSystem, pid *actor.PID, req proto.Message) *messages.AdminResponse {
 	t.Helper()
 	var resp *messages.AdminResponse
-	clustertest.WaitFor(t, 15*time.Second, func() error {
+	poll.Until(t, 15*time.Second, func() error {
 		res, err := sys.Root.RequestFuture(pid, req, 5*time.Second).Result()
 		if err != nil {
 			return err
@@ -54,7 +56,7 @@ func wantCode(t *testing.T, what string, resp *messages.AdminResponse, want mess
 }
 
 func TestPartitionLimits(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	for id := int32(1); id <= 2; id++ {
 		register(t, s, id)
 	}
@@ -115,11 +117,11 @@ func TestPartitionLimits(t *testing.T) {
 }
 
 func TestOffsetsTopicConfigsAreReadOnly(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	sys, pid, _ := spawnController(t, s, 0)
 	var offsets *messages.TopicMetadata
-	clustertest.WaitFor(t, 15*time.Second, func() error {
+	poll.Until(t, 15*time.Second, func() error {
 		res, err := sys.Root.RequestFuture(pid, &messages.CreateOffsetsTopicRequest{Partitions: 3}, 5*time.Second).Result()
 		if err != nil {
 			return err
@@ -157,7 +159,8 @@ func TestOffsetsTopicConfigsAreReadOnly(t *testing.T) {
 // topics beside it: a host that goes loses its leaderships there. So is
 // one that does not decode (it failed every listing before).
 func TestControllerIgnoresInvalidRecords(t *testing.T) {
-	s, e := clustertest.NewStore(t)
+	s := newEtcd(t) // writes records straight into etcd
+	e := s.e
 	register(t, s, 1)
 	r2 := register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 0)
@@ -169,12 +172,12 @@ func TestControllerIgnoresInvalidRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := s.Keys().Topic(bad.Name)
+	key := s.etcd.Keys().Topic(bad.Name)
 	if _, err := e.Client().Put(t.Context(), key, string(val)); err != nil {
 		t.Fatal(err)
 	}
 	// And one that does not even decode.
-	if _, err := e.Client().Put(t.Context(), s.Keys().Topic("junk"), "\xff\xff not a proto"); err != nil {
+	if _, err := e.Client().Put(t.Context(), s.etcd.Keys().Topic("junk"), "\xff\xff not a proto"); err != nil {
 		t.Fatal(err)
 	}
 	if err := r2.Close(); err != nil {
@@ -200,7 +203,8 @@ func TestControllerIgnoresInvalidRecords(t *testing.T) {
 // limit) is not ignored: the controller still moves its leaders when a
 // host goes, and an alter that lowers the value is accepted.
 func TestMaxMessageBytesLimit(t *testing.T) {
-	s, e := clustertest.NewStore(t)
+	s := newEtcd(t) // writes records straight into etcd
+	e := s.e
 	register(t, s, 1)
 	r2 := register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 0)
@@ -225,7 +229,7 @@ func TestMaxMessageBytesLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
-	if _, err := e.Client().Put(t.Context(), s.Keys().Topic(old.Name), string(val)); err != nil {
+	if _, err := e.Client().Put(t.Context(), s.etcd.Keys().Topic(old.Name), string(val)); err != nil {
 		t.Fatalf("put the old record: %v", err)
 	}
 	if got := getTopic(t, s, "old"); got.Configs["max.message.bytes"] != "2147483635" {

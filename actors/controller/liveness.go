@@ -10,9 +10,11 @@
 // a few times when a topic was modified between the read and the write.
 // Brokers follow the topics in etcd and start or stop replicas.
 //
-// Threading: the watch goroutine only posts messages; the live set, the
-// retry timer flag and every etcd write belong to the actor. A reconcile
-// blocks the actor on etcd for at most reconcileTimeout.
+// Threading: the watch goroutine only posts messages; the live set and
+// the retry timer flag belong to the elected role (roles.go). A reconcile
+// is a job of the admin lane (lanes.go): its etcd work runs off the actor
+// with the live set as it was when the job started; live set changes
+// meanwhile queue one more reconcile, never more than one.
 
 package controller
 
@@ -61,13 +63,11 @@ type (
 
 // startHostWatch starts following the host registrations for this term.
 // Called on election, in the actor.
-func (c *Controller) startHostWatch(ctx actor.Context) {
-	c.stopHostWatch()
-	c.term++
+func (e *elected) startHostWatch(ctx actor.Context) {
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	c.watchCancel, c.watchDone = cancel, done
-	self, root, term := ctx.Self(), ctx.ActorSystem().Root, c.term
+	e.watchCancel, e.watchDone = cancel, done
+	self, root, term, c := ctx.Self(), ctx.ActorSystem().Root, e.term, e.c
 	go func() {
 		defer close(done)
 		c.watchHosts(wctx, func(live map[int32]bool) { root.Send(self, liveHosts{term: term, live: live}) })
@@ -75,19 +75,19 @@ func (c *Controller) startHostWatch(ctx actor.Context) {
 }
 
 // stopHostWatch stops the host watch, if any, and waits for its goroutine
-// to end. Called when deposed or stopping, in the actor.
-func (c *Controller) stopHostWatch() {
-	c.live = nil
-	if c.watchCancel == nil {
+// to end (its etcd calls end with the cancellation). Called when the term
+// ends, in the actor.
+func (e *elected) stopHostWatch() {
+	if e.watchCancel == nil {
 		return
 	}
-	c.watchCancel()
+	e.watchCancel()
 	select {
-	case <-c.watchDone:
+	case <-e.watchDone:
 	case <-time.After(5 * time.Second):
-		c.logger.Warn("controller host watch did not end in time")
+		e.c.logger.Warn("controller host watch did not end in time")
 	}
-	c.watchCancel, c.watchDone = nil, nil
+	e.watchCancel, e.watchDone = nil, nil
 }
 
 // watchHosts reads the hosts, reports the live set, then watches and
@@ -133,69 +133,84 @@ func (c *Controller) watchHosts(ctx context.Context, post func(map[int32]bool)) 
 }
 
 // onLiveHosts records a new live host set and reconciles leadership.
-func (c *Controller) onLiveHosts(ctx actor.Context, m liveHosts) {
-	if c.fence == nil || m.term != c.term {
-		return // from an earlier term's watch
-	}
-	log := c.logger.WithFields(logrus.Fields{"live_hosts": sortedIDs(m.live), "controller_epoch": c.fence.Epoch})
-	if c.live == nil {
+func (e *elected) onLiveHosts(ctx actor.Context, m liveHosts) {
+	log := e.c.logger.WithFields(logrus.Fields{"live_hosts": sortedIDs(m.live), "controller_epoch": e.fence.Epoch})
+	if e.live == nil {
 		log.Info("controller: host registrations read; electing partition leaders")
 	} else {
-		log.WithFields(logrus.Fields{"joined": diffIDs(m.live, c.live), "left": diffIDs(c.live, m.live)}).Info("controller: live hosts changed")
+		log.WithFields(logrus.Fields{"joined": diffIDs(m.live, e.live), "left": diffIDs(e.live, m.live)}).Info("controller: live hosts changed")
 	}
-	c.live = m.live
-	for id := range c.shuttingDown {
+	e.live = m.live
+	for id := range e.shuttingDown {
 		if !m.live[id] {
-			delete(c.shuttingDown, id) // gone: nothing more to hold back
+			delete(e.shuttingDown, id) // gone: nothing more to hold back
 		}
 	}
-	c.reconcile(ctx)
+	e.reconcile(ctx)
 }
 
-func (c *Controller) onRetryReconcile(ctx actor.Context, m retryReconcile) {
-	c.retryPending = false
-	if c.fence == nil || m.term != c.term || c.live == nil {
+func (e *elected) onRetryReconcile(ctx actor.Context) {
+	e.retryPending = false
+	if e.live == nil {
 		return
 	}
-	c.reconcile(ctx)
+	e.reconcile(ctx)
 }
 
-// reconcile re-elects the leaders of every topic against the live set and
-// writes the topics that changed. On failure (other than losing the fence)
-// it schedules another attempt.
-func (c *Controller) reconcile(ctx actor.Context) {
-	rctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.RequestTimeout, reconcileTimeout))
-	defer cancel()
-	err := c.electAll(rctx)
+// reconcile queues a job that re-elects the leaders of every topic
+// against the live set (as it is when the job starts) and writes the
+// topics that changed; one queued reconcile serves every change before it
+// starts. On failure (other than losing the fence) it schedules another
+// attempt.
+func (e *elected) reconcile(ctx actor.Context) {
+	if e.reconcileQueued {
+		return
+	}
+	e.reconcileQueued = true
+	e.c.submit(ctx, &job{lane: laneAdmin, start: func(actor.Context) work {
+		e.reconcileQueued = false
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			rctx, cancel := context.WithTimeout(ctx, min(w.cfg.RequestTimeout, reconcileTimeout))
+			defer cancel()
+			err := w.electAll(rctx)
+			return func(actx actor.Context) { e.reconciled(actx, err) }
+		}
+	}, refuse: func(actor.Context, string) { e.reconcileQueued = false }})
+}
+
+// reconciled handles a reconcile's outcome: on failure (other than losing
+// the fence) it schedules another attempt.
+func (e *elected) reconciled(ctx actor.Context, err error) {
 	switch {
 	case err == nil:
 		return
 	case errors.Is(err, cluster.ErrNotController):
 		// Deposed: the campaign goroutine will say so; a new term
 		// reconciles from scratch.
-		c.logger.WithError(err).Warn("controller: leader election refused: no longer the controller")
+		e.c.logger.WithError(err).Warn("controller: leader election refused: no longer the controller")
 		return
 	}
-	c.logger.WithError(err).WithField("retry_in", reconcileRetryDelay).Warn("controller: leader election incomplete; retrying")
-	if c.retryPending {
+	e.c.logger.WithError(err).WithField("retry_in", reconcileRetryDelay).Warn("controller: leader election incomplete; retrying")
+	if e.retryPending {
 		return
 	}
-	c.retryPending = true
-	self, root, term := ctx.Self(), ctx.ActorSystem().Root, c.term
+	e.retryPending = true
+	self, root, term := ctx.Self(), ctx.ActorSystem().Root, e.term
 	time.AfterFunc(reconcileRetryDelay, func() { root.Send(self, retryReconcile{term: term}) })
 }
 
 // electAll runs ElectLeaders over every topic and writes those that
 // changed. It goes on past a topic that fails, and returns the first
 // error (ErrNotController at once).
-func (c *Controller) electAll(ctx context.Context) error {
-	topics, rev, err := c.cfg.Store.ListTopics(ctx)
+func (w *worker) electAll(ctx context.Context) error {
+	topics, rev, err := w.cfg.Store.ListTopics(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: elect leaders: %w", err)
 	}
 	var first error
 	for _, t := range topics {
-		err := c.electTopic(ctx, t, rev)
+		err := w.electTopic(ctx, t, rev)
 		if errors.Is(err, cluster.ErrNotController) {
 			return err
 		}
@@ -209,7 +224,7 @@ func (c *Controller) electAll(ctx context.Context) error {
 // electTopic elects t's leaders and writes t if anything changed; when
 // the write loses a race with another change, it re-reads t and tries
 // again, up to updateAttempts times.
-func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, rev int64) error {
+func (w *worker) electTopic(ctx context.Context, t *messages.TopicMetadata, rev int64) error {
 	name := t.GetName()
 	for attempt := 1; ; attempt++ {
 		if t.GetDeleting() {
@@ -219,19 +234,19 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 		if err != nil {
 			// Stored configs were validated when written; an unknown key
 			// here comes from a newer version. Stay clean.
-			c.logger.WithError(err).WithField("topic", name).Warn("controller: topic configs unreadable; unclean leader election off")
+			w.logger.WithError(err).WithField("topic", name).Warn("controller: topic configs unreadable; unclean leader election off")
 			unclean = false
 		}
 		before := proto.Clone(t).(*messages.TopicMetadata)
-		elected := ElectLeaders(t, c.electionLive(), unclean)
-		completed := completeReassignments(t, c.electionLive())
+		elected := ElectLeaders(t, w.electionLive, unclean)
+		completed := completeReassignments(t, w.electionLive)
 		if !elected && !completed {
 			return nil
 		}
-		err = c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev)
+		err = w.cfg.Store.UpdateTopic(ctx, w.fence, t, rev)
 		if err == nil {
-			c.logElections(before, t)
-			c.logReassignments(before, t)
+			w.logElections(before, t)
+			w.logReassignments(before, t)
 			return nil
 		}
 		if !errors.Is(err, cluster.ErrTopicChanged) || attempt == updateAttempts {
@@ -240,8 +255,8 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 			}
 			return fmt.Errorf("controller: elect leaders of topic %q: %w", name, err)
 		}
-		c.logger.WithError(err).WithFields(logrus.Fields{"topic": name, "attempt": attempt}).Debug("controller: topic changed meanwhile; re-reading")
-		t, rev, err = c.cfg.Store.GetTopic(ctx, name)
+		w.logger.WithError(err).WithFields(logrus.Fields{"topic": name, "attempt": attempt}).Debug("controller: topic changed meanwhile; re-reading")
+		t, rev, err = w.cfg.Store.GetTopic(ctx, name)
 		if errors.Is(err, cluster.ErrUnknownTopic) || errors.Is(err, cluster.ErrCorruptMetadata) {
 			return nil // deleted, or its record went bad (never acted on)
 		}
@@ -253,13 +268,13 @@ func (c *Controller) electTopic(ctx context.Context, t *messages.TopicMetadata, 
 
 // logElections logs, at Info, every partition of after whose leader
 // differs from before; ISR-only changes at Debug.
-func (c *Controller) logElections(before, after *messages.TopicMetadata) {
+func (w *worker) logElections(before, after *messages.TopicMetadata) {
 	for i, p := range after.GetPartitions() {
 		old := before.GetPartitions()[i]
-		log := c.logger.WithFields(logrus.Fields{
+		log := w.logger.WithFields(logrus.Fields{
 			"topic": after.GetName(), "partition": p.GetPartition(), "leader": p.GetLeader(), "previous_leader": old.GetLeader(),
 			"leader_epoch": p.GetLeaderEpoch(), "partition_epoch": p.GetPartitionEpoch(), "isr": p.GetIsr(),
-			"controller_epoch": c.fence.Epoch,
+			"controller_epoch": w.fence.Epoch,
 		})
 		switch {
 		case p.GetLeader() == old.GetLeader():

@@ -1,5 +1,8 @@
-// liveness_test.go: the controller actor against a real embedded etcd —
-// hosts whose registrations go and come back move partition leadership.
+// liveness_test.go: the controller actor — hosts whose registrations go
+// and come back move partition leadership — and the helpers of the actor
+// tests. They run on a cluster.MemStore; TestHostLeavesAndReturns also on
+// a real embedded etcd (integration), as do the tests that write records
+// straight into etcd (limits_actor_test.go).
 
 package controller_test
 
@@ -15,13 +18,70 @@ import (
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
-// register registers fake host id, closed at cleanup.
-func register(t *testing.T, s *cluster.Store, id int32) *cluster.Registration {
+// hostReg is a fake host's registration: Close ends it, as a host that
+// stops (or whose lease expires) does.
+type hostReg interface{ Close() error }
+
+// memReg is a MemStore registration.
+type memReg struct {
+	m  *cluster.MemStore
+	id int32
+}
+
+func (r memReg) Close() error {
+	r.m.ExpireHost(r.id)
+	return nil
+}
+
+// fixture is the metadata a controller test runs on: a MemStore, or a
+// Store on a real embedded etcd.
+type fixture struct {
+	cluster.MetadataStore
+	mem  *cluster.MemStore // set on MemStore
+	etcd *cluster.Store    // set on etcd
+	e    *cluster.Etcd     // set on etcd
+}
+
+// newMem returns a fixture on a MemStore.
+func newMem(t *testing.T) *fixture {
 	t.Helper()
-	return clustertest.Register(t, s, id, 17000+int(id))
+	m := clustertest.NewMemStore(t)
+	return &fixture{MetadataStore: m, mem: m}
+}
+
+// newEtcd returns a fixture on a real embedded etcd.
+func newEtcd(t *testing.T) *fixture {
+	t.Helper()
+	s, e := clustertest.NewStore(t)
+	return &fixture{MetadataStore: s, etcd: s, e: e}
+}
+
+// fixtures are the stores a test runs on with onEach.
+var fixtures = []struct {
+	name string
+	new  func(t *testing.T) *fixture
+}{{"memory", newMem}, {"etcd", newEtcd}}
+
+// onEach runs test as a subtest on every fixture.
+func onEach(t *testing.T, test func(t *testing.T, s *fixture)) {
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) { test(t, f.new(t)) })
+	}
+}
+
+// register registers fake host id (its address hostAddr(id)), closed at
+// cleanup.
+func register(t *testing.T, s *fixture, id int32) hostReg {
+	t.Helper()
+	if s.etcd != nil {
+		return clustertest.Register(t, s.etcd, id, 17000+int(id))
+	}
+	clustertest.RegisterMem(t, s.mem, id, 17000+int(id))
+	return memReg{s.mem, id}
 }
 
 // hostAddr is the advertised address register gives host id: requests
@@ -30,7 +90,7 @@ func hostAddr(id int32) string { return clustertest.HostAddress(17000 + int(id))
 
 // spawnController starts a controller actor on s in its own actor system
 // and stops it at cleanup (or earlier, through the returned func).
-func spawnController(t *testing.T, s *cluster.Store, maxRF int32) (*actor.ActorSystem, *actor.PID, func()) {
+func spawnController(t *testing.T, s cluster.MetadataStore, maxRF int32) (*actor.ActorSystem, *actor.PID, func()) {
 	t.Helper()
 	return spawnControllerWith(t, controller.Config{HostID: 1, Store: s, RequestTimeout: 5 * time.Second, MaxReplicationFactor: maxRF})
 }
@@ -60,10 +120,10 @@ func spawnControllerWith(t *testing.T, cfg controller.Config) (*actor.ActorSyste
 
 // waitPartitions polls the stored topic until check passes for every
 // partition, and returns the topic.
-func waitPartitions(t *testing.T, s *cluster.Store, name string, check func(p *messages.PartitionState) error) *messages.TopicMetadata {
+func waitPartitions(t *testing.T, s cluster.MetadataStore, name string, check func(p *messages.PartitionState) error) *messages.TopicMetadata {
 	t.Helper()
 	var topic *messages.TopicMetadata
-	clustertest.WaitFor(t, 10*time.Second, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		tp, _, err := s.GetTopic(ctx, name)
@@ -97,8 +157,9 @@ func state(want map[int32][3]int32) func(p *messages.PartitionState) error {
 	}
 }
 
-func TestHostLeavesAndReturns(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+func TestHostLeavesAndReturns(t *testing.T) { onEach(t, testHostLeavesAndReturns) }
+
+func testHostLeavesAndReturns(t *testing.T, s *fixture) {
 	register(t, s, 1)
 	r2 := register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 1)
@@ -123,7 +184,7 @@ func TestHostLeavesAndReturns(t *testing.T) {
 // TestElectionCatchesUp: a host that left while no controller was elected
 // loses its leaderships as soon as a controller is.
 func TestElectionCatchesUp(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	r2 := register(t, s, 2)
 	sys, pid, stop := spawnController(t, s, 1)
@@ -141,13 +202,13 @@ func TestElectionCatchesUp(t *testing.T) {
 // partition goes offline keeping the last ISR member; the other host
 // returning does not lead it (clean), until unclean election is enabled.
 func TestUncleanElection(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	r1 := register(t, s, 1)
 	r2 := register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 2)
 	created := clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "events", Partitions: 1, ReplicationFactor: 2})
 	first, second := created.Partitions[0].Replicas[0], created.Partitions[0].Replicas[1]
-	regs := map[int32]*cluster.Registration{1: r1, 2: r2}
+	regs := map[int32]hostReg{1: r1, 2: r2}
 	want := func(leader int32, isr []int32, leaderEpoch, partitionEpoch int32) func(p *messages.PartitionState) error {
 		return func(p *messages.PartitionState) error {
 			if p.Leader != leader || !slices.Equal(p.Isr, isr) || p.LeaderEpoch != leaderEpoch || p.PartitionEpoch != partitionEpoch {

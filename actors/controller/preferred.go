@@ -24,7 +24,9 @@
 // Partitions being reassigned are left alone, as in Kafka.
 //
 // Threading: the check is a message the actor posts to itself with
-// time.AfterFunc, tagged with the election term; all state is the actor's.
+// time.AfterFunc, tagged with the election term; the elections, on demand
+// or by the check, are jobs of the admin lane (lanes.go) whose etcd work
+// runs off the actor.
 
 package controller
 
@@ -141,27 +143,35 @@ func RebalancePlan(topics []*messages.TopicMetadata, live map[int32]bool, percen
 	return plan
 }
 
-// onElectLeaders runs the preferred elections a client asked for.
-func (c *Controller) onElectLeaders(ctx actor.Context, req *messages.ElectLeadersRequest) {
-	if c.fence == nil {
-		c.forward(ctx, req, req.CorrelationId)
-		return
-	}
+// onElectLeaders runs the preferred elections a client asked for, as a
+// job of the admin lane.
+func (e *elected) onElectLeaders(ctx actor.Context, req request, m *messages.ElectLeadersRequest) {
+	e.submit(ctx, laneAdmin, "", req, func(actor.Context) work {
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			resp := w.electLeaders(ctx, m)
+			return func(actx actor.Context) { e.c.respond(actx, req, resp) }
+		}
+	})
+}
+
+// electLeaders runs the preferred elections of a request and returns the
+// answer.
+func (w *worker) electLeaders(ctx context.Context, req *messages.ElectLeadersRequest) *messages.ElectLeadersResponse {
 	resp := &messages.ElectLeadersResponse{CorrelationId: req.CorrelationId}
-	if c.live == nil {
+	if w.live == nil {
 		resp.ErrorCode, resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, "the controller has not read the host registrations yet"
-		ctx.Respond(resp)
-		return
+		return resp
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	results, err := c.electPreferred(rctx, req.Partitions)
+	results, err := w.electPreferred(rctx, req.Partitions)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = codeFor(err), err.Error()
-		c.logger.WithError(err).Info("preferred leader election refused")
+		w.logger.WithError(err).Info("preferred leader election refused")
 	}
 	resp.Results = results
-	ctx.Respond(resp)
+	return resp
 }
 
 // electPreferred runs ElectPreferred on the named partitions (all when
@@ -171,8 +181,8 @@ func (c *Controller) onElectLeaders(ctx actor.Context, req *messages.ElectLeader
 // the ELECTION_NOT_NEEDED ones when none were named); the error is for
 // the request as a whole (the topics could not be read, or this host is
 // no longer the controller).
-func (c *Controller) electPreferred(ctx context.Context, named []*messages.TopicPartitions) ([]*messages.PartitionResult, error) {
-	topics, rev, err := c.cfg.Store.ListTopics(ctx)
+func (w *worker) electPreferred(ctx context.Context, named []*messages.TopicPartitions) ([]*messages.PartitionResult, error) {
+	topics, rev, err := w.cfg.Store.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controller: preferred leader election: %w", err)
 	}
@@ -188,7 +198,7 @@ func (c *Controller) electPreferred(ctx context.Context, named []*messages.Topic
 	}
 	var results []*messages.PartitionResult
 	for _, tp := range named {
-		rs, err := c.electPreferredTopic(ctx, byName[tp.Topic], rev, tp)
+		rs, err := w.electPreferredTopic(ctx, byName[tp.Topic], rev, tp)
 		if errors.Is(err, cluster.ErrNotController) {
 			return results, err
 		}
@@ -206,7 +216,7 @@ func (c *Controller) electPreferred(ctx context.Context, named []*messages.Topic
 // changed. t is the topic as read at rev (nil: unknown). Only
 // ErrNotController is returned as an error; other write failures are
 // reported in the results of the partitions that would have changed.
-func (c *Controller) electPreferredTopic(ctx context.Context, t *messages.TopicMetadata, rev int64, tp *messages.TopicPartitions) ([]*messages.PartitionResult, error) {
+func (w *worker) electPreferredTopic(ctx context.Context, t *messages.TopicMetadata, rev int64, tp *messages.TopicPartitions) ([]*messages.PartitionResult, error) {
 	for attempt := 1; ; attempt++ {
 		results := make([]*messages.PartitionResult, 0, len(tp.Partitions))
 		if t == nil || t.GetDeleting() {
@@ -235,7 +245,7 @@ func (c *Controller) electPreferredTopic(ctx context.Context, t *messages.TopicM
 				r.ErrorCode, r.ErrorMessage = messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q has partitions 0..%d", tp.Topic, len(t.GetPartitions())-1)
 				continue
 			}
-			r.ErrorCode, r.ErrorMessage = ElectPreferred(t.GetPartitions()[part], c.electionLive())
+			r.ErrorCode, r.ErrorMessage = ElectPreferred(t.GetPartitions()[part], w.electionLive)
 			if r.ErrorCode == 0 {
 				elected = append(elected, r)
 			}
@@ -243,9 +253,9 @@ func (c *Controller) electPreferredTopic(ctx context.Context, t *messages.TopicM
 		if len(elected) == 0 {
 			return results, nil
 		}
-		err := c.cfg.Store.UpdateTopic(ctx, *c.fence, t, rev)
+		err := w.cfg.Store.UpdateTopic(ctx, w.fence, t, rev)
 		if err == nil {
-			c.logElections(before, t)
+			w.logElections(before, t)
 			return results, nil
 		}
 		if errors.Is(err, cluster.ErrNotController) {
@@ -253,7 +263,7 @@ func (c *Controller) electPreferredTopic(ctx context.Context, t *messages.TopicM
 		}
 		if errors.Is(err, cluster.ErrTopicChanged) && attempt < updateAttempts {
 			var gerr error
-			t, rev, gerr = c.cfg.Store.GetTopic(ctx, tp.Topic)
+			t, rev, gerr = w.cfg.Store.GetTopic(ctx, tp.Topic)
 			if gerr == nil || errors.Is(gerr, cluster.ErrUnknownTopic) {
 				continue
 			}
@@ -267,41 +277,49 @@ func (c *Controller) electPreferredTopic(ctx context.Context, t *messages.TopicM
 }
 
 // scheduleRebalanceCheck arms the next leader balance check of this term.
-func (c *Controller) scheduleRebalanceCheck(ctx actor.Context) {
-	self, root, term := ctx.Self(), ctx.ActorSystem().Root, c.term
-	time.AfterFunc(c.cfg.LeaderImbalanceCheckInterval, func() { root.Send(self, rebalanceCheck{term: term}) })
+func (e *elected) scheduleRebalanceCheck(ctx actor.Context) {
+	self, root, term := ctx.Self(), ctx.ActorSystem().Root, e.term
+	time.AfterFunc(e.c.cfg.LeaderImbalanceCheckInterval, func() { root.Send(self, rebalanceCheck{term: term}) })
 }
 
-// onRebalanceCheck runs the preferred elections RebalancePlan asks for,
-// then arms the next check (only for the current term: a deposed
-// controller's timers end with its term).
-func (c *Controller) onRebalanceCheck(ctx actor.Context, m rebalanceCheck) {
-	if c.fence == nil || m.term != c.term {
-		return
-	}
-	defer c.scheduleRebalanceCheck(ctx)
-	if c.live == nil {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+// onRebalanceCheck queues a job of the admin lane that runs the preferred
+// elections RebalancePlan asks for, then arms the next check (a check of
+// an ended term is dropped, and with it the term's chain of checks).
+func (e *elected) onRebalanceCheck(ctx actor.Context) {
+	e.c.submit(ctx, &job{lane: laneAdmin, start: func(ctx actor.Context) work {
+		if e.live == nil {
+			e.scheduleRebalanceCheck(ctx)
+			return nil
+		}
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			w.rebalance(ctx)
+			return e.scheduleRebalanceCheck
+		}
+	}})
+}
+
+// rebalance runs the preferred elections RebalancePlan asks for.
+func (w *worker) rebalance(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	topics, _, err := c.cfg.Store.ListTopics(rctx)
+	topics, _, err := w.cfg.Store.ListTopics(rctx)
 	if err != nil {
-		c.logger.WithError(err).Warn("controller: leader balance check: cannot read the topics")
+		w.logger.WithError(err).Warn("controller: leader balance check: cannot read the topics")
 		return
 	}
-	plan := RebalancePlan(topics, c.electionLive(), c.cfg.LeaderImbalancePerHostPercentage)
+	plan := RebalancePlan(topics, w.electionLive, w.cfg.LeaderImbalancePerHostPercentage)
 	if len(plan) == 0 {
 		return
 	}
-	c.logger.WithField("partitions", planText(plan)).Info("controller: leader imbalance above the threshold; electing preferred leaders")
-	results, err := c.electPreferred(rctx, plan)
+	w.logger.WithField("partitions", planText(plan)).Info("controller: leader imbalance above the threshold; electing preferred leaders")
+	results, err := w.electPreferred(rctx, plan)
 	if err != nil {
-		c.logger.WithError(err).Warn("controller: automatic preferred leader election failed")
+		w.logger.WithError(err).Warn("controller: automatic preferred leader election failed")
 	}
 	for _, r := range results {
 		if r.ErrorCode != 0 {
-			c.logger.WithFields(logrus.Fields{"topic": r.Topic, "partition": r.Partition, "code": r.ErrorCode.ShortName()}).Info("controller: automatic preferred leader election not done: " + r.ErrorMessage)
+			w.logger.WithFields(logrus.Fields{"topic": r.Topic, "partition": r.Partition, "code": r.ErrorCode.ShortName()}).Info("controller: automatic preferred leader election not done: " + r.ErrorMessage)
 		}
 	}
 }

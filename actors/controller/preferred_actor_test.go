@@ -1,6 +1,5 @@
-// preferred_actor_test.go: the controller actor against a real embedded
-// etcd — preferred leader elections on request and by the automatic
-// leader balance check.
+// preferred_actor_test.go: the controller actor on a MemStore — preferred
+// leader elections on request and by the automatic leader balance check.
 
 package controller_test
 
@@ -15,6 +14,7 @@ import (
 	"github.com/actorlog/actorlog/actors/controller"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -38,7 +38,7 @@ func ask[T response](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, req p
 func askAs[T response](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, from string, req proto.Message) T {
 	t.Helper()
 	var resp T
-	clustertest.WaitFor(t, 15*time.Second, func() error {
+	poll.Until(t, 15*time.Second, func() error {
 		var res any
 		var err error
 		if from == "" {
@@ -67,7 +67,7 @@ func askAs[T response](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, fro
 }
 
 // leaders polls until every partition's leader is want[partition].
-func leaders(t *testing.T, s *cluster.Store, topic string, want map[int32]int32) *messages.TopicMetadata {
+func leaders(t *testing.T, s cluster.MetadataStore, topic string, want map[int32]int32) *messages.TopicMetadata {
 	t.Helper()
 	return waitPartitions(t, s, topic, func(p *messages.PartitionState) error {
 		if w, ok := want[p.Partition]; ok && p.Leader != w {
@@ -80,7 +80,7 @@ func leaders(t *testing.T, s *cluster.Store, topic string, want map[int32]int32)
 // preferredLeadersMoved creates an RF=2 topic over hosts 1 and 2, takes
 // host 1 away and back, and returns the topic with the partitions that
 // host 1 prefers now led by host 2.
-func preferredLeadersMoved(t *testing.T, s *cluster.Store, sys *actor.ActorSystem, pid *actor.PID, r1 *cluster.Registration) *messages.TopicMetadata {
+func preferredLeadersMoved(t *testing.T, s *fixture, sys *actor.ActorSystem, pid *actor.PID, r1 hostReg) *messages.TopicMetadata {
 	t.Helper()
 	created := clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "events", Partitions: 4, ReplicationFactor: 2})
 	away := map[int32]int32{}
@@ -96,7 +96,7 @@ func preferredLeadersMoved(t *testing.T, s *cluster.Store, sys *actor.ActorSyste
 	// runs to propose it): put it back as a leader's proposal would, once
 	// the controller has seen host 1 return (INELIGIBLE_REPLICA until then).
 	for _, p := range created.Partitions {
-		clustertest.WaitFor(t, 10*time.Second, func() error {
+		poll.Until(t, 10*time.Second, func() error {
 			cur := leaders(t, s, "events", nil).Partitions[p.Partition]
 			// From the leader's host: only it may propose.
 			res, err := clustertest.RequestAs(sys, pid, hostAddr(cur.Leader), &messages.AlterPartitionRequest{Topic: "events", Partition: p.Partition,
@@ -114,7 +114,7 @@ func preferredLeadersMoved(t *testing.T, s *cluster.Store, sys *actor.ActorSyste
 }
 
 func TestElectLeadersRequest(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	r1 := register(t, s, 1)
 	register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 2)
@@ -168,7 +168,7 @@ func TestElectLeadersRequest(t *testing.T) {
 }
 
 func TestAutomaticLeaderRebalance(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	r1 := register(t, s, 1)
 	register(t, s, 2)
 	sys, pid, _ := spawnControllerWith(t, controller.Config{HostID: 1, Store: s, RequestTimeout: 5 * time.Second,

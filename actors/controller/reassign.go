@@ -217,34 +217,42 @@ func PlanReassignments(t *messages.TopicMetadata, reqs []*messages.PartitionReas
 	return results, changed
 }
 
-// onReassignPartitions records (or cancels) reassignments.
-func (c *Controller) onReassignPartitions(ctx actor.Context, req *messages.ReassignPartitionsRequest) {
-	if c.fence == nil {
-		c.forward(ctx, req, req.CorrelationId)
-		return
-	}
-	resp := &messages.ReassignPartitionsResponse{CorrelationId: req.CorrelationId}
-	defer func() { ctx.Respond(resp) }()
-	if c.live == nil {
+// onReassignPartitions records (or cancels) reassignments, as a job of
+// the admin lane.
+func (e *elected) onReassignPartitions(ctx actor.Context, req request, m *messages.ReassignPartitionsRequest) {
+	e.submit(ctx, laneAdmin, m.Topic, req, func(actor.Context) work {
+		w := e.worker()
+		return func(ctx context.Context) func(actor.Context) {
+			resp := w.reassign(ctx, m)
+			return func(actx actor.Context) { e.c.respond(actx, req, resp) }
+		}
+	})
+}
+
+// reassign records (or cancels) the reassignments of a request and
+// returns the answer.
+func (w *worker) reassign(ctx context.Context, req *messages.ReassignPartitionsRequest) (resp *messages.ReassignPartitionsResponse) {
+	resp = &messages.ReassignPartitionsResponse{CorrelationId: req.CorrelationId}
+	if w.live == nil {
 		resp.ErrorCode, resp.ErrorMessage = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, "the controller has not read the host registrations yet"
-		return
+		return resp
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	names, err := c.cfg.Store.HostNames(rctx)
+	names, err := w.cfg.Store.HostNames(rctx)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = codeFor(err), fmt.Sprintf("controller: reassign partitions: %v", err)
-		return
+		return resp
 	}
 	known := make(map[int32]bool, len(names))
 	for id := range names {
 		known[id] = true
 	}
-	for id := range c.live {
+	for id := range w.live {
 		known[id] = true // registered with an id of its choosing
 	}
 	for attempt := 1; ; attempt++ {
-		t, rev, err := c.cfg.Store.GetTopic(rctx, req.Topic)
+		t, rev, err := w.cfg.Store.GetTopic(rctx, req.Topic)
 		if err == nil && t.GetDeleting() {
 			err = fmt.Errorf("%w: %q is being deleted", cluster.ErrUnknownTopic, req.Topic)
 		}
@@ -253,29 +261,29 @@ func (c *Controller) onReassignPartitions(ctx actor.Context, req *messages.Reass
 				resp.Results = append(resp.Results, &messages.PartitionResult{Topic: req.Topic, Partition: r.Partition,
 					ErrorCode: messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: err.Error()})
 			}
-			return
+			return resp
 		}
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = codeFor(err), fmt.Sprintf("controller: reassign partitions: %v", err)
-			return
+			return resp
 		}
 		before := proto.Clone(t).(*messages.TopicMetadata)
-		results, changed := PlanReassignments(t, req.Partitions, known, c.electionLive())
+		results, changed := PlanReassignments(t, req.Partitions, known, w.electionLive)
 		resp.Results = results
 		if !changed {
-			return
+			return resp
 		}
-		err = c.cfg.Store.UpdateTopic(rctx, *c.fence, t, rev)
+		err = w.cfg.Store.UpdateTopic(rctx, w.fence, t, rev)
 		if errors.Is(err, cluster.ErrTopicChanged) && attempt < updateAttempts {
 			continue
 		}
 		if err != nil {
 			resp.Results = nil
 			resp.ErrorCode, resp.ErrorMessage = codeFor(err), fmt.Sprintf("controller: reassign partitions of %q: %v", req.Topic, err)
-			return
+			return resp
 		}
-		c.logReassignments(before, t)
-		return
+		w.logReassignments(before, t)
+		return resp
 	}
 }
 
@@ -292,13 +300,13 @@ func completeReassignments(t *messages.TopicMetadata, live map[int32]bool) (chan
 
 // logReassignments logs, at Info, every partition whose replica set or
 // reassignment state differs between before and after.
-func (c *Controller) logReassignments(before, after *messages.TopicMetadata) {
+func (w *worker) logReassignments(before, after *messages.TopicMetadata) {
 	for i, p := range after.GetPartitions() {
 		old := before.GetPartitions()[i]
 		if slices.Equal(p.GetReplicas(), old.GetReplicas()) && reassigning(p) == reassigning(old) {
 			continue
 		}
-		log := c.logger.WithFields(logrus.Fields{
+		log := w.logger.WithFields(logrus.Fields{
 			"topic": after.GetName(), "partition": p.GetPartition(), "replicas": p.GetReplicas(), "previous_replicas": old.GetReplicas(),
 			"adding": p.GetAddingReplicas(), "removing": p.GetRemovingReplicas(), "leader": p.GetLeader(), "isr": p.GetIsr(),
 			"leader_epoch": p.GetLeaderEpoch(), "partition_epoch": p.GetPartitionEpoch(),

@@ -1,7 +1,6 @@
-// reassign_actor_test.go: the controller actor against a real embedded
-// etcd — a reassignment is recorded, completed by the leader's ISR
-// proposal that takes the new replica in, and cancelled; bad requests
-// change nothing.
+// reassign_actor_test.go: the controller actor on a MemStore — a
+// reassignment is recorded, completed by the leader's ISR proposal that
+// takes the new replica in, and cancelled; bad requests change nothing.
 
 package controller_test
 
@@ -19,7 +18,7 @@ import (
 	"github.com/actorlog/actorlog/messages"
 )
 
-func getTopic(t *testing.T, s *cluster.Store, name string) *messages.TopicMetadata {
+func getTopic(t *testing.T, s cluster.MetadataStore, name string) *messages.TopicMetadata {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -44,7 +43,7 @@ func results(rs []*messages.PartitionResult) []messages.ErrorCode {
 }
 
 func TestReassignPartition(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	for id := int32(1); id <= 3; id++ {
 		register(t, s, id)
 	}
@@ -131,7 +130,7 @@ func TestReassignPartition(t *testing.T) {
 // partition are on distinct hosts, all live; a replication factor above
 // the live hosts is refused.
 func TestCreateTopicPlacesReplicasOnDistinctLiveHosts(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	register(t, s, 2)
 	r3 := register(t, s, 3)

@@ -22,6 +22,8 @@
 // hostCacheTTL; a sender the cache does not know triggers one re-read at
 // most every hostCacheMinRefresh, so a flood of forged requests costs at
 // most that many etcd reads. A local sender for this host needs no read.
+// The read runs off the actor; the requests that need it wait for it
+// (hostsRead) while the actor goes on with other messages.
 
 package controller
 
@@ -32,7 +34,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
@@ -54,63 +55,138 @@ type hostCache struct {
 	addrs   map[int32]string // host id → advertised address; nil before the first read
 	readAt  time.Time        // last successful read
 	triedAt time.Time        // last attempt
+	reading bool             // a read is under way
+	waiting []pendingCheck   // requests waiting for that read
 }
 
-// hostAddresses returns the registered hosts' addresses: the cached ones
-// while younger than hostCacheTTL (or always, if refresh), re-read from
-// etcd otherwise — but at most once per hostCacheMinRefresh. A failed
-// read keeps the last good copy.
-func (c *Controller) hostAddresses(refresh bool) map[int32]string {
-	now := time.Now()
-	h := &c.hosts
-	if (refresh || now.Sub(h.readAt) >= hostCacheTTL) && now.Sub(h.triedAt) >= hostCacheMinRefresh {
-		h.triedAt = now
-		rctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.RequestTimeout, hostReadTimeout))
-		hosts, err := c.cfg.Store.ListHosts(rctx)
-		cancel()
-		if err != nil {
-			c.logger.WithError(err).Debug("cannot read the host registrations for a sender check")
-		} else {
-			h.addrs, h.readAt = cluster.HostAddresses(hosts), now
-		}
-	}
-	return h.addrs
+// pendingCheck is a request whose sender check waits for a read of the
+// host registrations.
+type pendingCheck struct {
+	req  request
+	rule senderRule
 }
 
-// authorizeInternal checks the sender of an internal request (see the
-// file comment). On a refusal it answers the request itself and returns
-// false; other messages pass.
-func (c *Controller) authorizeInternal(ctx actor.Context, msg proto.Message) bool {
-	sender, self := ctx.Sender(), ctx.Self().Address
-	var (
-		kind   string
-		corr   int64
-		fields logrus.Fields
-		why    string
-		ok     func(hosts map[int32]string) bool
-	)
-	switch m := msg.(type) {
+// hostsRead is posted by a read of the host registrations.
+type hostsRead struct {
+	hosts []*messages.HostInfo
+	err   error
+	at    time.Time
+}
+
+// senderRule is who may send an internal request.
+type senderRule struct {
+	kind   string
+	fields logrus.Fields
+	why    string
+	ok     func(hosts map[int32]string) bool
+}
+
+// senderRuleFor returns the sender rule of an internal request; false
+// for the other requests, which anyone may send.
+func (c *Controller) senderRuleFor(ctx actor.Context, req request) (senderRule, bool) {
+	sender, self := req.sender, ctx.Self().Address
+	switch m := req.msg.(type) {
 	case *messages.ControlledShutdownRequest:
-		kind, corr, fields = cluster.RefusedControlledShutdown, m.CorrelationId, logrus.Fields{"host": m.HostId}
-		why = fmt.Sprintf("a controlled shutdown of host %d is accepted only from that host's registered address", m.HostId)
-		ok = func(h map[int32]string) bool { return cluster.SenderIsHost(sender, self, c.cfg.HostID, h, m.HostId) }
+		return senderRule{kind: cluster.RefusedControlledShutdown, fields: logrus.Fields{"host": m.HostId},
+			why: fmt.Sprintf("a controlled shutdown of host %d is accepted only from that host's registered address", m.HostId),
+			ok:  func(h map[int32]string) bool { return cluster.SenderIsHost(sender, self, c.cfg.HostID, h, m.HostId) }}, true
 	case *messages.AlterPartitionRequest:
-		kind, corr, fields = cluster.RefusedAlterPartition, m.CorrelationId, logrus.Fields{"leader": m.LeaderId, "topic": m.Topic, "partition": m.Partition}
-		why = fmt.Sprintf("an ISR change proposed by leader %d is accepted only from that host's registered address", m.LeaderId)
-		ok = func(h map[int32]string) bool { return cluster.SenderIsHost(sender, self, c.cfg.HostID, h, m.LeaderId) }
+		return senderRule{kind: cluster.RefusedAlterPartition, fields: logrus.Fields{"leader": m.LeaderId, "topic": m.Topic, "partition": m.Partition},
+			why: fmt.Sprintf("an ISR change proposed by leader %d is accepted only from that host's registered address", m.LeaderId),
+			ok:  func(h map[int32]string) bool { return cluster.SenderIsHost(sender, self, c.cfg.HostID, h, m.LeaderId) }}, true
 	case *messages.CreateOffsetsTopicRequest:
-		kind, corr = cluster.RefusedCreateOffsetsTopic, m.CorrelationId
-		why = "the offsets topic is created only at a registered host's request"
-		ok = func(h map[int32]string) bool { return cluster.SenderIsAnyHost(sender, self, h) }
-	default:
-		return true
+		return senderRule{kind: cluster.RefusedCreateOffsetsTopic,
+			why: "the offsets topic is created only at a registered host's request",
+			ok:  func(h map[int32]string) bool { return cluster.SenderIsAnyHost(sender, self, h) }}, true
 	}
-	// A local sender for this host needs no registry; then the cache, then
-	// a fresh read (a host that registered a moment ago).
-	if ok(nil) || ok(c.hostAddresses(false)) || ok(c.hostAddresses(true)) {
-		return true
+	return senderRule{}, false
+}
+
+// senderStep is what the sender check does with a request next.
+type senderStep int
+
+const (
+	stepServe  senderStep = iota // admitted: serve it
+	stepWait                     // wait for the read under way
+	stepRead                     // start a read and wait for it
+	stepDecide                   // no read allowed yet: the last copy decides
+)
+
+// nextSenderStep decides the sender check of a request, without I/O:
+// internal says whether it is an internal request; local, whether its
+// sender passes without a registry (this host, locally); cachedOK,
+// whether the cached registry admits it; sinceRead and sinceTry, the time
+// since the last successful read and the last attempt; reading, whether a
+// read is under way.
+func nextSenderStep(internal, local, cachedOK bool, sinceRead, sinceTry time.Duration, reading bool) senderStep {
+	switch {
+	case !internal || local || (sinceRead < hostCacheTTL && cachedOK):
+		return stepServe
+	case reading:
+		return stepWait
+	case sinceTry >= hostCacheMinRefresh:
+		return stepRead
 	}
-	cluster.RefuseInternal(c.logger, kind, sender, fields)
-	ctx.Respond(messages.ErrorReply(msg, corr, messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, why))
-	return false
+	return stepDecide
+}
+
+// authorizeInternal checks the sender of a request (see the file
+// comment) and hands the request to the current role, or refuses it
+// (nextSenderStep decides how).
+func (c *Controller) authorizeInternal(ctx actor.Context, req request) {
+	rule, internal := c.senderRuleFor(ctx, req)
+	now, h := time.Now(), &c.hosts
+	local, cachedOK := internal && rule.ok(nil), internal && rule.ok(h.addrs)
+	switch nextSenderStep(internal, local, cachedOK, now.Sub(h.readAt), now.Sub(h.triedAt), h.reading) {
+	case stepServe:
+		c.role.serve(ctx, req)
+	case stepWait:
+		h.waiting = append(h.waiting, pendingCheck{req, rule})
+	case stepRead:
+		h.reading, h.triedAt = true, now
+		h.waiting = append(h.waiting, pendingCheck{req, rule})
+		c.readHosts(ctx)
+	case stepDecide:
+		c.checked(ctx, req, rule)
+	}
+}
+
+// readHosts reads the host registrations off the actor and posts
+// hostsRead.
+func (c *Controller) readHosts(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		rctx, cancel := context.WithTimeout(c.jobs, min(c.cfg.RequestTimeout, hostReadTimeout))
+		defer cancel()
+		hosts, err := c.cfg.Store.ListHosts(rctx)
+		root.Send(self, hostsRead{hosts: hosts, err: err, at: time.Now()})
+	}()
+}
+
+// onHostsRead updates the cache (a failed read keeps the last good copy)
+// and decides the requests that waited for it.
+func (c *Controller) onHostsRead(ctx actor.Context, m hostsRead) {
+	h := &c.hosts
+	h.reading = false
+	if m.err != nil {
+		c.logger.WithError(m.err).Debug("cannot read the host registrations for a sender check")
+	} else {
+		h.addrs, h.readAt = cluster.HostAddresses(m.hosts), m.at
+	}
+	waiting := h.waiting
+	h.waiting = nil
+	for _, w := range waiting {
+		c.checked(ctx, w.req, w.rule)
+	}
+}
+
+// checked serves req if the cached registry admits its sender, and
+// refuses it otherwise.
+func (c *Controller) checked(ctx actor.Context, req request, rule senderRule) {
+	if rule.ok(c.hosts.addrs) {
+		c.role.serve(ctx, req)
+		return
+	}
+	cluster.RefuseInternal(c.logger, rule.kind, req.sender, rule.fields)
+	c.respond(ctx, req, messages.ErrorReply(req.msg, req.corr, messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED, rule.why))
 }

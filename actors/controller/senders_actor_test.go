@@ -1,10 +1,11 @@
-// senders_actor_test.go: the controller actor against a real embedded etcd
-// accepts its internal requests only from hosts (issue 11, items 7 and 8):
-// a ControlledShutdownRequest, AlterPartitionRequest or
+// senders_actor_test.go: the controller actor (on a MemStore) accepts its
+// internal requests only from hosts (issue 11, items 7 and 8): a
+// ControlledShutdownRequest, AlterPartitionRequest or
 // CreateOffsetsTopicRequest from an address that is not the named (or any)
 // host's is refused with CLUSTER_AUTHORIZATION_FAILED, carries no epochs
-// or partition state, and changes nothing in etcd — a standby refuses it
-// too instead of forwarding it — while the genuine request still works.
+// or partition state, and changes nothing in the metadata — a standby
+// refuses it too instead of forwarding it — while the genuine request
+// still works.
 
 package controller_test
 
@@ -52,7 +53,7 @@ func sendAs[T proto.Message](t *testing.T, sys *actor.ActorSystem, pid *actor.PI
 }
 
 // topicAt returns a topic and the revision it was stored at.
-func topicAt(t *testing.T, s *cluster.Store, name string) (*messages.TopicMetadata, int64) {
+func topicAt(t *testing.T, s cluster.MetadataStore, name string) (*messages.TopicMetadata, int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -64,7 +65,7 @@ func topicAt(t *testing.T, s *cluster.Store, name string) (*messages.TopicMetada
 }
 
 // wantUnchanged fails when the topic is not still exactly at rev.
-func wantUnchanged(t *testing.T, s *cluster.Store, what string, before *messages.TopicMetadata, rev int64) {
+func wantUnchanged(t *testing.T, s cluster.MetadataStore, what string, before *messages.TopicMetadata, rev int64) {
 	t.Helper()
 	now, nowRev := topicAt(t, s, before.Name)
 	if nowRev != rev || !proto.Equal(now, before) {
@@ -73,7 +74,7 @@ func wantUnchanged(t *testing.T, s *cluster.Store, what string, before *messages
 }
 
 // brokerEpoch returns the registered broker epoch of host id.
-func brokerEpoch(t *testing.T, s *cluster.Store, id int32) int64 {
+func brokerEpoch(t *testing.T, s cluster.MetadataStore, id int32) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -91,7 +92,7 @@ func brokerEpoch(t *testing.T, s *cluster.Store, id int32) int64 {
 }
 
 func TestControlledShutdownOnlyFromTheHost(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 0)
@@ -137,7 +138,7 @@ func TestControlledShutdownOnlyFromTheHost(t *testing.T) {
 }
 
 func TestAlterPartitionOnlyFromTheLeader(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 0)
@@ -198,7 +199,7 @@ func TestAlterPartitionOnlyFromTheLeader(t *testing.T) {
 }
 
 func TestCreateOffsetsTopicOnlyFromHosts(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	register(t, s, 2)
 	sys, pid, _ := spawnController(t, s, 0)
@@ -223,7 +224,7 @@ func TestCreateOffsetsTopicOnlyFromHosts(t *testing.T) {
 // the elected controller (from this host's address) is no way around the
 // check.
 func TestStandbyRefusesBeforeForwarding(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := newMem(t)
 	register(t, s, 1)
 	register(t, s, 2)
 	// Each controller in its own actor system, named as hosts name it (so

@@ -2,7 +2,9 @@
 // temporary directory, on free loopback ports, without fsync, with small
 // WAL segments, closed by t.Cleanup. Other packages' tests (controller,
 // broker, host) use it to get a real etcd in a few hundred milliseconds,
-// and its helpers to register fake hosts and to poll with a deadline.
+// or an in-memory cluster.MemStore (NewMemStore, RegisterMem) when they
+// need no etcd, and its helpers to register fake hosts and to poll with a
+// deadline.
 //
 // Small WAL segments are set through etcd's package variable
 // wal.SegmentSizeBytes (embed.Config has no field for it), once, before the
@@ -143,9 +145,30 @@ func NewStore(t testing.TB) (*cluster.Store, *cluster.Etcd) {
 	return cluster.NewStore(e.Client(), "/test/"+t.Name()+"/", Logger(t)), e
 }
 
-// WaitFor polls cond every 20 ms until it returns nil or timeout passes,
-// then fails the test with cond's last error: tests wait for a state, never
-// for a fixed time.
+// NewMemStore returns an empty in-memory metadata store logging to the
+// test Logger: the store of actor tests that need no etcd.
+func NewMemStore(t testing.TB) *cluster.MemStore {
+	t.Helper()
+	return cluster.NewMemStore(Logger(t))
+}
+
+// RegisterMem registers a fake host on m (host id, address
+// HostAddress(port)) and ends the registration at cleanup, as Register
+// does on etcd. It returns the broker epoch; m.ExpireHost(id) makes the
+// host go earlier.
+func RegisterMem(t testing.TB, m *cluster.MemStore, id int32, port int) int64 {
+	t.Helper()
+	epoch, err := m.RegisterHost(&messages.HostInfo{HostId: id, AdvertisedAddress: HostAddress(port)})
+	if err != nil {
+		t.Fatalf("clustertest: register host %d: %v", id, err)
+	}
+	t.Cleanup(func() { m.ExpireHost(id) })
+	return epoch
+}
+
+// WaitFor polls cond every poll.Interval until it returns nil or timeout
+// passes, then fails the test with cond's last error: tests wait for a
+// state, never for a fixed time.
 func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
 	poll.Until(t, timeout, cond)
