@@ -1,11 +1,15 @@
 // remover.go: partition directories are removed off the broker's
-// goroutine. The broker renames a directory to a tombstone inside the data
+// goroutine. A directory is renamed to a tombstone inside the data
 // dir ("<name>.deleted-<unix nanoseconds>", a name no partition directory
 // can have: its number does not fit a partition id), which frees the name
 // at once for a new topic of the same name, and queues the tombstone for a
-// background goroutine that runs os.RemoveAll on it. A stop leaves
-// tombstones behind; the next broker's sweep removes them. Removing a
-// topic of 100,000 partitions takes minutes; the broker only renames.
+// background goroutine that runs os.RemoveAll (Config.RemoveDir) on it.
+// The renames and the listing of the data dir go through the logs' file
+// system (Config.LogFS), never on the actor's goroutine: renames on the
+// broker's directory worker (dirs.go), the listing for leftover
+// tombstones on the remover's goroutine. A stop leaves tombstones
+// behind; the next broker's sweep removes them. Removing a topic of
+// 100,000 partitions takes minutes; the worker only renames.
 
 package broker
 
@@ -22,6 +26,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/storage"
 )
 
 // tombstoneInfix separates a discarded directory's name from its stamp.
@@ -45,6 +51,7 @@ func isTombstone(name string) bool {
 // spawned from the Props shares it).
 type dirRemover struct {
 	dataDir   string
+	fs        storage.FS
 	removeAll func(string) error
 	logger    *logrus.Entry
 
@@ -56,11 +63,11 @@ type dirRemover struct {
 	lastStamp atomic.Int64
 }
 
-func newDirRemover(dataDir string, removeAll func(string) error, logger *logrus.Entry) *dirRemover {
+func newDirRemover(dataDir string, fsys storage.FS, removeAll func(string) error, logger *logrus.Entry) *dirRemover {
 	if removeAll == nil {
 		removeAll = os.RemoveAll
 	}
-	return &dirRemover{dataDir: dataDir, removeAll: removeAll, logger: logger}
+	return &dirRemover{dataDir: dataDir, fs: fsys, removeAll: removeAll, logger: logger}
 }
 
 // discard renames dir (a directory directly inside the data dir) to a new
@@ -74,7 +81,7 @@ func (r *dirRemover) discard(dir string) error {
 	if err != nil {
 		return fmt.Errorf("discard %s: %w", dir, err)
 	}
-	if err := os.Rename(dir, tomb); err != nil {
+	if err := r.fs.Rename(dir, tomb); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -151,7 +158,7 @@ func (r *dirRemover) run() {
 
 // findLeftovers queues the tombstones found in the data dir.
 func (r *dirRemover) findLeftovers() {
-	entries, err := os.ReadDir(r.dataDir)
+	entries, err := r.fs.ReadDir(r.dataDir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.logger.WithError(err).Warn("cannot list the data dir for leftover discarded directories")

@@ -172,15 +172,6 @@ func (b *Broker) scheduleRestart(ctx actor.Context, key tp) time.Duration {
 	return delay
 }
 
-// backingOff reports whether key's replica waits out a backoff at now.
-func (b *Broker) backingOff(key tp, now time.Time) (time.Time, bool) {
-	rs := b.restarts[key]
-	if rs == nil || !now.Before(rs.retryAt) {
-		return time.Time{}, false
-	}
-	return rs.retryAt, true
-}
-
 // armRetry makes sure a retryReplicas arrives by at. The timer only posts
 // to the mailbox.
 func (b *Broker) armRetry(ctx actor.Context, at time.Time) {

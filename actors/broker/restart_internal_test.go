@@ -5,12 +5,15 @@
 package broker
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/internal/poll"
 )
 
 func TestRestartDelay(t *testing.T) {
@@ -103,10 +106,12 @@ func TestFailingChildIsStoppedNotRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := actor.NewPID(sys.Address(), pid.GetId()+"/child")
-	deadline := time.Now().Add(5 * time.Second)
-	for starts.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, func() error {
+		if starts.Load() == 0 {
+			return errors.New("the child has not started")
+		}
+		return nil
+	})
 	sys.Root.Send(child, "boom")
 	select {
 	case id := <-terminated:

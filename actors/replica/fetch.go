@@ -89,7 +89,7 @@ func (r *Replica) fetchError(req *messages.FetchRequest, code messages.ErrorCode
 		ErrorCode:     code,
 		ErrorMessage:  msg,
 		HighWatermark: r.hw, LastStableOffset: r.hw,
-		LeaderEpoch: r.epoch,
+		LeaderEpoch: r.cfg.LeaderEpoch,
 	}
 	if r.log != nil {
 		resp.LogStartOffset = r.log.LogStartOffset()
@@ -145,7 +145,7 @@ func readCutShort(records []byte, upTo int64) bool {
 }
 
 func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
-	start := time.Now()
+	start := r.cfg.Now()
 	if req.ReplicaId >= 0 && !r.fromFollower(ctx, req.ReplicaId) {
 		// Before anything that could answer with offsets or epochs.
 		r.refuseFollower(ctx, cluster.RefusedFollowerFetch, req.ReplicaId)
@@ -202,7 +202,7 @@ func (r *Replica) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 }
 
 func (r *Replica) reply(ctx actor.Context, to *actor.PID, resp *messages.FetchResponse, start time.Time) {
-	r.metrics.Fetched(r.cfg.Topic, r.cfg.Partition, len(resp.Records), time.Since(start), resp.ErrorCode)
+	r.metrics.Fetched(r.cfg.Topic, r.cfg.Partition, len(resp.Records), r.cfg.Now().Sub(start), resp.ErrorCode)
 	if to != nil {
 		ctx.Send(to, resp)
 	}
@@ -275,7 +275,7 @@ func (r *Replica) onFollowerFetch(ctx actor.Context, req *messages.FetchRequest)
 		resp.DivergingEpoch = &messages.EpochEndOffset{Epoch: div.Epoch, EndOffset: div.EndOffset}
 		return resp
 	}
-	step, err := r.leader.OnFollowerFetch(req.ReplicaId, req.FetchOffset, r.log.LogEndOffset(), time.Now())
+	step, err := r.leader.OnFollowerFetch(req.ReplicaId, req.FetchOffset, r.log.LogEndOffset(), r.cfg.Now())
 	switch {
 	case errors.Is(err, ErrUnknownReplica):
 		return r.fetchError(req, messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, err.Error()+"; consumers send replica_id -1")
@@ -285,7 +285,7 @@ func (r *Replica) onFollowerFetch(ctx actor.Context, req *messages.FetchRequest)
 		return r.fetchError(req, messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR, err.Error())
 	}
 	if step.ExpandISR != nil {
-		r.proposeISR(*step.ExpandISR, "follower caught up")
+		r.proposeISR(ctx, *step.ExpandISR, "follower caught up")
 	}
 	if step.HighWatermarkAdvanced {
 		r.onLogGrew(ctx)

@@ -61,7 +61,7 @@ type following struct {
 func (r *Replica) startFollowing(ctx actor.Context) {
 	r.following = &following{leader: r.cfg.Follow}
 	r.hw = r.checkpointedHighWatermark()
-	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.epoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
+	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.cfg.LeaderEpoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
 	ctx.Send(ctx.Self(), truncateStep{r.inc})
 }
 
@@ -88,7 +88,7 @@ func (r *Replica) onTruncateStep(ctx actor.Context, m truncateStep) {
 		return
 	}
 	req := &messages.OffsetForLeaderEpochRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition,
-		CurrentLeaderEpoch: r.epoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
+		CurrentLeaderEpoch: r.cfg.LeaderEpoch, LeaderEpoch: epoch, ReplicaId: r.cfg.Self}
 	inc := r.inc
 	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, replicaTruncateTimeout), func(res any, err error) {
 		if r.log == nil || inc != r.inc {
@@ -142,7 +142,7 @@ func (r *Replica) onFetchStep(ctx actor.Context, m fetchStep) {
 	}
 	req := &messages.FetchRequest{Topic: r.cfg.Topic, Partition: r.cfg.Partition, FetchOffset: r.log.LogEndOffset(),
 		MaxBytes: ReplicaFetchMaxBytes, MinBytes: 1, MaxWaitMs: int32(ReplicaFetchWait / time.Millisecond),
-		CurrentLeaderEpoch: r.epoch, ReplicaId: r.cfg.Self, LogStartOffset: r.log.LogStartOffset(), LastFetchedEpoch: last}
+		CurrentLeaderEpoch: r.cfg.LeaderEpoch, ReplicaId: r.cfg.Self, LogStartOffset: r.log.LogStartOffset(), LastFetchedEpoch: last}
 	inc := r.inc
 	ctx.ReenterAfter(ctx.RequestFuture(r.following.leader, req, ReplicaFetchWait+replicaRequestTimeout), func(res any, err error) {
 		if r.log == nil || inc != r.inc {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 )
@@ -51,18 +52,16 @@ func startPair(t *testing.T, leaderDir, followerDir string, epoch int32) *pair {
 // high watermark, and returns the leader's state.
 func (p *pair) waitSame() State {
 	p.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		l := p.leader.request(GetState).(State)
+	var l State
+	poll.Until(p.t, timeout, func() error {
+		l = p.leader.request(GetState).(State)
 		f := p.follower.request(GetState).(State)
 		if l.LogEndOffset == f.LogEndOffset && l.HighWatermark == f.HighWatermark && l.HighWatermark == l.LogEndOffset {
-			return l
+			return nil
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("replicas did not converge: leader %+v, follower %+v", l, f)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("replicas did not converge: leader %+v, follower %+v", l, f)
+	})
+	return l
 }
 
 // logBytes reads a closed log's batches.
@@ -165,11 +164,10 @@ func TestStaleFollowerStepsAreIgnored(t *testing.T) {
 		p.system.Root.Send(p.follower.pid, fetchStep{}) // incarnation 0 is never a live one
 		p.system.Root.Send(p.follower.pid, truncateStep{})
 	}
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
+	poll.Never(t, time.Second, func() error {
 		if st := p.leader.request(GetState).(State); st.ParkedFetches > 1 {
-			t.Fatalf("the leader holds %d parked fetches from one follower: stale steps started more fetch loops", st.ParkedFetches)
+			return fmt.Errorf("the leader holds %d parked fetches from one follower: stale steps started more fetch loops", st.ParkedFetches)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -1,36 +1,54 @@
 // isr.go: the leader's side of ISR maintenance. The leader state decides
-// (replication.go); the controller commits (the proposal goes out through
-// Config.ProposeISR, the commit comes back as an UpdateISR from the
-// metadata). Until a change is committed the leader counts the maximal ISR
-// for the high watermark and the committed one for min.insync.replicas.
+// (replication.go); the controller commits. The proposal goes to the
+// replica's parent (the broker) as a ProposeISR message carrying the
+// leader and partition epochs it was made at; the parent forwards it to
+// the controller and answers with an UpdateISR (committed; the metadata
+// brings it too) or an ISRChangeFailed (certainly not committed: the
+// leader may propose again). Until a change is committed the leader counts
+// the maximal ISR for the high watermark and the committed one for
+// min.insync.replicas.
 
 package replica
 
 import (
-	"time"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 )
 
+// ProposeISR is what a leader replica sends its parent (the broker) for
+// each ISR change the leader state has put in flight: the parent has the
+// controller commit Change (AlterPartition, fenced by its leader and
+// partition epochs) and answers the replica (the sender) with an
+// UpdateISR once committed, or an ISRChangeFailed when it certainly was
+// not. Local to a host: not a protobuf message, it never crosses hosts.
+type ProposeISR struct {
+	Topic     string
+	Partition int32
+	// Change is the proposed ISR with the leader epoch and partition
+	// epoch it was proposed at.
+	Change ISRChange
+}
+
 // proposeISR hands a change the leader state has put in flight to the
-// controller path, or withdraws it when there is none.
-func (r *Replica) proposeISR(c ISRChange, why string) {
+// parent, or withdraws it when there is none (a replica spawned from the
+// root, as in tests).
+func (r *Replica) proposeISR(ctx actor.Context, c ISRChange, why string) {
 	r.logger.WithFields(logrus.Fields{"isr": r.leader.ISR(), "proposed_isr": c.ISR, "leader_epoch": c.LeaderEpoch, "partition_epoch": c.PartitionEpoch, "reason": why}).Info("proposing an ISR change")
-	if r.cfg.ProposeISR == nil {
-		r.leader.AbortISRChange(time.Now())
+	parent := ctx.Parent()
+	if parent == nil {
+		r.leader.AbortISRChange(r.cfg.Now())
 		return
 	}
-	r.cfg.ProposeISR(c)
+	ctx.Request(parent, &ProposeISR{Topic: r.cfg.Topic, Partition: r.cfg.Partition, Change: c})
 }
 
 // onISRCheck proposes the lagging followers out of the ISR.
-func (r *Replica) onISRCheck() {
+func (r *Replica) onISRCheck(ctx actor.Context) {
 	if r.leader == nil {
 		return
 	}
-	if c, ok := r.leader.MaybeShrinkISR(time.Now()); ok {
-		r.proposeISR(c, "followers lagging more than replica.lag.time.max.ms")
+	if c, ok := r.leader.MaybeShrinkISR(r.cfg.Now()); ok {
+		r.proposeISR(ctx, c, "followers lagging more than replica.lag.time.max.ms")
 	}
 }
 
@@ -38,7 +56,7 @@ func (r *Replica) onISRCheck() {
 // followers on hosts that are not registered as not eligible for the ISR.
 func (r *Replica) onLiveHosts(ctx actor.Context, m *LiveHosts) {
 	if m.Addresses != nil {
-		r.hosts = m.Addresses
+		r.cfg.Hosts = m.Addresses
 	}
 	if r.leader == nil {
 		return
@@ -49,7 +67,7 @@ func (r *Replica) onLiveHosts(ctx actor.Context, m *LiveHosts) {
 			gone[id] = true
 		}
 	}
-	if r.leader.SetIneligible(gone, time.Now()) {
+	if r.leader.SetIneligible(gone, r.cfg.Now()) {
 		r.onLogGrew(ctx)
 	}
 }
@@ -59,7 +77,7 @@ func (r *Replica) onUpdateISR(ctx actor.Context, m *UpdateISR) {
 	if r.leader == nil {
 		return
 	}
-	changed, err := r.leader.CommitISR(m.LeaderEpoch, m.PartitionEpoch, m.ISR, time.Now())
+	changed, err := r.leader.CommitISR(m.LeaderEpoch, m.PartitionEpoch, m.ISR, r.cfg.Now())
 	if err != nil {
 		r.logger.WithError(err).Debug("ignoring an ISR update")
 		return

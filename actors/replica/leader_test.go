@@ -7,12 +7,15 @@
 package replica
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -36,14 +39,59 @@ func (p *proposals) last() (ISRChange, int) {
 	return p.got[len(p.got)-1], len(p.got)
 }
 
+// parentSync asks the parent of spawnUnderParent to answer once it has
+// handled every message queued before.
+type parentSync struct{}
+
+// spawnUnderParent spawns a replica of cfg as the child of a parent that
+// records the ISR changes it proposes (as the broker would forward them)
+// and answers none; it returns the replica's PID and the parent's.
+func spawnUnderParent(t *testing.T, system *actor.ActorSystem, cfg Config, props *proposals) (child, parent *actor.PID) {
+	t.Helper()
+	spawned := make(chan *actor.PID, 1)
+	parent = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			spawned <- ctx.Spawn(Props(cfg))
+		case *ProposeISR:
+			if m.Topic != cfg.Topic || m.Partition != cfg.Partition || ctx.Sender() == nil {
+				t.Errorf("proposal %+v from %v, want one for %s-%d from the replica", m, ctx.Sender(), cfg.Topic, cfg.Partition)
+			}
+			props.add(m.Change)
+		case parentSync:
+			ctx.Respond(parentSync{})
+		}
+	}))
+	select {
+	case child = <-spawned:
+		return child, parent
+	case <-time.After(timeout):
+		t.Fatal("the parent did not spawn the replica")
+		return nil, nil
+	}
+}
+
+// proposed returns the last ISR change the replica proposed and how many
+// it did, once the parent has handled every proposal the replica sent
+// before the answers the test already has (a proposal reaches the parent
+// before the reply the replica sends after it, so it is queued before a
+// sync the test sends after that reply).
+func (h *harness) proposed(props *proposals) (ISRChange, int) {
+	h.t.Helper()
+	if _, err := h.system.Root.RequestFuture(h.parent, parentSync{}, timeout).Result(); err != nil {
+		h.t.Fatalf("sync with the replica's parent: %v", err)
+	}
+	return props.last()
+}
+
 func startLeader(t *testing.T, props *proposals, lag time.Duration) *harness {
 	t.Helper()
 	h := &harness{t: t, system: actor.NewActorSystem(), dir: t.TempDir()}
-	h.pid = h.system.Root.Spawn(Props(Config{
+	h.pid, h.parent = spawnUnderParent(t, h.system, Config{
 		Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet(),
 		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, PartitionEpoch: 5, MinInsyncReplicas: 2,
-		ReplicaLagTimeMax: lag, ProposeISR: props.add, Hosts: inProcessFollower,
-	}))
+		ReplicaLagTimeMax: lag, Hosts: inProcessFollower,
+	}, props)
 	t.Cleanup(h.stop)
 	return h
 }
@@ -96,7 +144,7 @@ func TestLeaderHighWatermarkFollowsTheISR(t *testing.T) {
 	if f := h.followerFetch(2, 8, 3); f.HighWatermark != 8 {
 		t.Fatalf("follower caught up: hw %d", f.HighWatermark)
 	}
-	if _, n := props.last(); n != 0 {
+	if _, n := h.proposed(props); n != 0 {
 		t.Fatalf("proposals while the ISR was healthy: %+v", props.got)
 	}
 
@@ -123,18 +171,14 @@ func TestLeaderShrinksTheISRAndRefusesAcksAll(t *testing.T) {
 	}
 	// The follower never fetches: after the lag time the leader proposes
 	// the ISR without it.
-	deadline := time.Now().Add(timeout)
 	var c ISRChange
-	for {
+	poll.Until(t, timeout, func() error {
 		var n int
-		if c, n = props.last(); n > 0 {
-			break
+		if c, n = props.last(); n == 0 {
+			return errors.New("no ISR shrink proposed")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no ISR shrink proposed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if len(c.ISR) != 1 || c.ISR[0] != 1 || c.LeaderEpoch != 3 || c.PartitionEpoch != 5 {
 		t.Fatalf("proposal %+v", c)
 	}
@@ -169,7 +213,61 @@ func TestLeaderShrinksTheISRAndRefusesAcksAll(t *testing.T) {
 	if f := h.followerFetch(2, 4, 3); f.ErrorCode != 0 {
 		t.Fatal(f.ErrorCode)
 	}
-	if c, n := props.last(); n != 2 || len(c.ISR) != 2 {
+	if c, n := h.proposed(props); n != 2 || len(c.ISR) != 2 {
 		t.Fatalf("expand proposal %+v (%d proposals)", c, n)
 	}
+}
+
+// fakeClock is a Config.Now that moves only when the test moves it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestLeaderLagIsMeasuredOnItsClock: the ISR's lag is read from
+// Config.Now, not the wall clock — a follower that never fetches stays in
+// the ISR while the replica's clock stands still, however long the real
+// wait, and is proposed out once the clock passes the lag time.
+func TestLeaderLagIsMeasuredOnItsClock(t *testing.T) {
+	props, clock := &proposals{}, &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	h := &harness{t: t, system: actor.NewActorSystem(), dir: t.TempDir()}
+	h.pid, h.parent = spawnUnderParent(t, h.system, Config{
+		Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet(),
+		Self: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, PartitionEpoch: 5, MinInsyncReplicas: 2,
+		ReplicaLagTimeMax: 100 * time.Millisecond, Hosts: inProcessFollower, Now: clock.Now,
+	}, props)
+	t.Cleanup(h.stop)
+	if r := h.produce(batch(t, 2, "a"), messages.Acks_ACKS_LEADER); r.ErrorCode != 0 {
+		t.Fatal(r)
+	}
+	// Several ISR checks (every 50 ms of real time) see no time pass.
+	poll.Never(t, 300*time.Millisecond, func() error {
+		if c, n := props.last(); n != 0 {
+			return fmt.Errorf("ISR change %+v proposed while the replica's clock stood still", c)
+		}
+		return nil
+	})
+	clock.advance(time.Second)
+	poll.Until(t, timeout, func() error {
+		c, n := props.last()
+		if n == 0 {
+			return errors.New("no ISR shrink proposed after the clock passed the lag time")
+		}
+		if len(c.ISR) != 1 || c.ISR[0] != 1 || c.LeaderEpoch != 3 || c.PartitionEpoch != 5 {
+			t.Fatalf("proposal %+v, want ISR [1] at epochs 3/5", c)
+		}
+		return nil
+	})
 }

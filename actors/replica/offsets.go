@@ -33,7 +33,7 @@ func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequ
 		Partition:     req.Partition,
 		Timestamp:     -1,
 		Offset:        -1,
-		LeaderEpoch:   r.epoch,
+		LeaderEpoch:   r.cfg.LeaderEpoch,
 	}
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
 	if code == 0 {

@@ -71,7 +71,7 @@ type parkedProduce struct {
 // onProduce appends req's batch; internal says it came as an
 // InternalProduce, the only way into an internal topic's partition.
 func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, internal bool) {
-	start := time.Now()
+	start := r.cfg.Now()
 	// Parked fetches are woken after the produce is answered: it need not
 	// wait for their reads.
 	grew := false
@@ -114,7 +114,7 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 	records := 0
 	required := int64(-1)
 	if code == 0 {
-		info, err := r.log.Append(req.Records, r.epoch)
+		info, err := r.log.Append(req.Records, r.cfg.LeaderEpoch)
 		if err != nil {
 			code, msg = appendCode(err), err.Error()
 			r.logger.WithError(err).WithField("code", code).Debug("produce refused")
@@ -130,7 +130,7 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 			} else {
 				records = int(info.LastOffset - info.FirstOffset + 1)
 				r.growth.add(info.LastOffset+1, info.Bytes)
-				r.leader.OnLeaderAppend(r.log.LogEndOffset(), time.Now())
+				r.leader.OnLeaderAppend(r.log.LogEndOffset(), r.cfg.Now())
 				r.takeHighWatermark(ctx)
 				grew = true
 			}
@@ -140,7 +140,7 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 	if r.log != nil {
 		resp.LogStartOffset = r.log.LogStartOffset()
 	}
-	r.metrics.Produced(r.cfg.Topic, r.cfg.Partition, records, len(req.Records), time.Since(start), code)
+	r.metrics.Produced(r.cfg.Topic, r.cfg.Partition, records, len(req.Records), r.cfg.Now().Sub(start), code)
 	if req.Acks == messages.Acks_ACKS_NONE {
 		if code != 0 {
 			r.logger.WithFields(logrus.Fields{"code": code, "error": msg}).Debug("acks=0 produce failed; no response is sent")

@@ -6,6 +6,11 @@
 // the storage work, and the protocol decisions that need no I/O live in
 // plain functions and structs beside it, tested without actors.
 //
+// Seams: the leader's ISR changes go to the replica's parent (the broker)
+// as ProposeISR messages, answered with UpdateISR or ISRChangeFailed
+// (isr.go); the clock the replica reads is Config.Now; the log's file
+// system is Config.Log.FS.
+//
 // Threading: all replica state is owned by the actor's goroutine. Timers
 // post messages back to the mailbox; they never touch state.
 package replica
@@ -49,11 +54,6 @@ type Config struct {
 	// has not caught up for this long is proposed out of the ISR (default
 	// DefaultReplicaLagTimeMax).
 	ReplicaLagTimeMax time.Duration
-	// ProposeISR, if set, is given (on the actor's goroutine) each ISR
-	// change the leader wants the controller to commit; the answer comes
-	// back as an UpdateISR (or an ISRChangeFailed). Without it a proposal
-	// is withdrawn at once and the ISR stays as committed.
-	ProposeISR func(ISRChange)
 	// Follow, when set, makes this replica a follower of the leader
 	// replica at that PID, for LeaderEpoch.
 	Follow *actor.PID
@@ -86,6 +86,12 @@ type Config struct {
 	// high watermark (default DefaultMaxParkedAcks); one beyond it is
 	// refused, unwritten, with REQUEST_TIMED_OUT (parked.go).
 	MaxParkedFetches, MaxParkedAcks int
+	// Now is the replica's clock (default time.Now): read wherever the
+	// replica reads the time — the ISR's lag, producer id expiry, request
+	// durations — so tests can move it. Timers (long polls, acks=all
+	// timeouts, the periodic checks) still run on real time; they only
+	// post messages. A Transition whose Config has no Now keeps this one.
+	Now func() time.Time
 	// Metrics receives per-request observations (optional).
 	Metrics Metrics
 	// Logger (logrus.StandardLogger when nil).
@@ -115,7 +121,8 @@ type Opened struct {
 }
 
 // UpdateISR tells the leader the ISR the controller committed for its
-// leader epoch (from the metadata), at PartitionEpoch.
+// leader epoch, at PartitionEpoch: from the metadata, or as the parent's
+// answer to its ProposeISR.
 type UpdateISR struct {
 	LeaderEpoch, PartitionEpoch int32
 	ISR                         []int32
@@ -179,14 +186,20 @@ type Replica struct {
 	logger  *logrus.Entry
 	metrics Metrics
 
-	epoch  int32
-	hw     int64        // high watermark, as the leader state computes it
+	// cfg.LeaderEpoch is the replica's leader epoch; cfg.Hosts the
+	// registered hosts' addresses (replaced by LiveHosts.Addresses), for
+	// the follower requests' sender check.
+	//
+	// hw is the high watermark this replica has acted on: what consumers
+	// may read, what its parked acks=all produces were completed against
+	// and what it checkpoints. A follower sets it from the leader's;
+	// a leader takes the leader state's after each event that may move it
+	// (takeHighWatermark), so it is not a copy of the core's value but the
+	// last one the shell carried out.
+	hw     int64
 	leader *LeaderState // followers, ISR and high watermark of this term (leader)
 	// following is set when this replica is a follower.
 	following *following
-	// hosts is the registered hosts' addresses (Config.Hosts, then
-	// LiveHosts.Addresses), for the follower requests' sender check.
-	hosts map[int32]string
 
 	// inc tells this incarnation's self-addressed messages from those of
 	// an earlier actor under the same PID (see fetchStep).
@@ -219,8 +232,6 @@ func newReplica(cfg Config) *Replica {
 	r := &Replica{
 		cfg:     cfg,
 		metrics: cfg.Metrics,
-		epoch:   cfg.LeaderEpoch,
-		hosts:   cfg.Hosts,
 		waiting: map[uint64]*parkedFetch{},
 
 		waitingAcks: map[uint64]*parkedProduce{},
@@ -236,6 +247,9 @@ func newReplica(cfg Config) *Replica {
 
 // withDefaults fills in cfg's unset fields.
 func (cfg Config) withDefaults() Config {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.MinInsyncReplicas <= 0 {
 		cfg.MinInsyncReplicas = 1
 	}
@@ -292,7 +306,7 @@ func (r *Replica) Receive(ctx actor.Context) {
 	case produceTimeout:
 		r.onProduceTimeout(ctx, msg)
 	case isrCheck:
-		r.onISRCheck()
+		r.onISRCheck(ctx)
 	case truncateStep:
 		r.onTruncateStep(ctx, msg)
 	case fetchStep:
@@ -305,7 +319,7 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onLiveHosts(ctx, msg)
 	case ISRChangeFailed:
 		if r.leader != nil {
-			r.leader.AbortISRChange(time.Now())
+			r.leader.AbortISRChange(r.cfg.Now())
 		}
 	case retentionTick:
 		r.onRetention()
@@ -337,16 +351,16 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	}
 }
 
-// assumeRole starts this replica's part for r.cfg and r.epoch on its open
-// log: following r.cfg.Follow, or leading. It reports false when the
-// leadership is invalid (the replica then stops).
+// assumeRole starts this replica's part for r.cfg (at r.cfg.LeaderEpoch)
+// on its open log: following r.cfg.Follow, or leading. It reports false
+// when the leadership is invalid (the replica then stops).
 func (r *Replica) assumeRole(ctx actor.Context) bool {
 	l := r.log
 	if r.cfg.Follow != nil {
 		r.startFollowing(ctx)
 		return true
 	}
-	now := time.Now()
+	now := r.cfg.Now()
 	// A leader alone in its ISR owns everything in its log; otherwise the
 	// high watermark starts where it was last checkpointed (everything
 	// below was committed) and the followers' fetches move it on.
@@ -356,7 +370,7 @@ func (r *Replica) assumeRole(ctx actor.Context) bool {
 	}
 	var err error
 	r.leader, err = NewLeaderState(LeaderConfig{
-		Self: r.cfg.Self, LeaderEpoch: r.epoch, PartitionEpoch: r.cfg.PartitionEpoch,
+		Self: r.cfg.Self, LeaderEpoch: r.cfg.LeaderEpoch, PartitionEpoch: r.cfg.PartitionEpoch,
 		EpochStartOffset: l.LogEndOffset(), Replicas: r.cfg.Replicas, ISR: r.cfg.ISR,
 		HighWatermark: hw, MinInsyncReplicas: r.cfg.MinInsyncReplicas, ReplicaLagTimeMax: r.cfg.ReplicaLagTimeMax,
 	}, now)
@@ -368,11 +382,11 @@ func (r *Replica) assumeRole(ctx actor.Context) bool {
 	r.leader.OnLeaderAppend(l.LogEndOffset(), now)
 	r.hw = r.leader.HighWatermark()
 	r.growth.reset(l.LogEndOffset())
-	if err := l.AssignEpoch(r.epoch, l.LogEndOffset()); err != nil {
+	if err := l.AssignEpoch(r.cfg.LeaderEpoch, l.LogEndOffset()); err != nil {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
 	}
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
-	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.epoch}).Info("replica started")
+	r.logger.WithFields(logrus.Fields{"log_start_offset": l.LogStartOffset(), "log_end_offset": l.LogEndOffset(), "leader_epoch": r.cfg.LeaderEpoch}).Info("replica started")
 	return true
 }
 
@@ -477,8 +491,12 @@ func (r *Replica) answerParked(ctx actor.Context, fetchWhy, produceWhy string) {
 type Transition struct{ Config Config }
 
 func (r *Replica) onTransition(ctx actor.Context, m *Transition) {
-	cfg := m.Config.withDefaults()
-	log := r.logger.WithFields(logrus.Fields{"leader_epoch": cfg.LeaderEpoch, "previous_leader_epoch": r.epoch})
+	cfg := m.Config
+	if cfg.Now == nil {
+		cfg.Now = r.cfg.Now
+	}
+	cfg = cfg.withDefaults()
+	log := r.logger.WithFields(logrus.Fields{"leader_epoch": cfg.LeaderEpoch, "previous_leader_epoch": r.cfg.LeaderEpoch})
 	switch {
 	case r.log == nil:
 		log.Warn("replica: transition ignored: the log is not open")
@@ -486,7 +504,7 @@ func (r *Replica) onTransition(ctx actor.Context, m *Transition) {
 	case cfg.Topic != r.cfg.Topic || cfg.Partition != r.cfg.Partition || cfg.Dir != r.cfg.Dir:
 		log.WithFields(logrus.Fields{"to_topic": cfg.Topic, "to_partition": cfg.Partition}).Error("replica: transition to another partition refused")
 		return
-	case cfg.LeaderEpoch < r.epoch:
+	case cfg.LeaderEpoch < r.cfg.LeaderEpoch:
 		log.Warn("replica: transition to an older leader epoch ignored")
 		return
 	}
@@ -497,9 +515,9 @@ func (r *Replica) onTransition(ctx actor.Context, m *Transition) {
 	r.inc = incarnations.Add(1)
 	r.nextWait = r.inc << 32
 	if cfg.Hosts == nil {
-		cfg.Hosts = r.hosts
+		cfg.Hosts = r.cfg.Hosts
 	}
-	r.cfg, r.epoch, r.hosts = cfg, cfg.LeaderEpoch, cfg.Hosts
+	r.cfg = cfg
 	r.leader, r.following = nil, nil
 	r.wokeHW, r.wokeLEO = -1, -1 // the new role's bounds are news to its first wake-up
 	r.assumeRole(ctx)
@@ -517,13 +535,13 @@ func (r *Replica) onRetention() {
 	if n > 0 {
 		r.logger.WithFields(logrus.Fields{"segments": n, "log_start_offset": r.log.LogStartOffset()}).Info("retention deleted segments")
 	}
-	if n := r.log.ExpireProducers(time.Now()); n > 0 {
+	if n := r.log.ExpireProducers(r.cfg.Now()); n > 0 {
 		r.logger.WithField("producers", n).Info("expired idle producer ids")
 	}
 }
 
 func (r *Replica) state() State {
-	st := State{LeaderEpoch: r.epoch, HighWatermark: r.hw, ParkedFetches: len(r.waiting), ParkedAcks: len(r.waitingAcks),
+	st := State{LeaderEpoch: r.cfg.LeaderEpoch, HighWatermark: r.hw, ParkedFetches: len(r.waiting), ParkedAcks: len(r.waitingAcks),
 		FetchesNotParked: r.fetchesNotParked, AcksRefused: r.acksRefused, WakeReads: r.wakeReads}
 	if r.log != nil {
 		st.LogStartOffset, st.LogEndOffset = r.log.LogStartOffset(), r.log.LogEndOffset()
@@ -533,12 +551,12 @@ func (r *Replica) state() State {
 
 // checkEpoch compares a request's leader epoch with ours (-1: no check).
 func (r *Replica) checkEpoch(reqEpoch int32) (messages.ErrorCode, string) {
-	code := CheckLeaderEpoch(r.epoch, reqEpoch)
+	code := CheckLeaderEpoch(r.cfg.LeaderEpoch, reqEpoch)
 	switch code {
 	case messages.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH:
-		return code, fmt.Sprintf("request epoch %d is older than the leader's %d", reqEpoch, r.epoch)
+		return code, fmt.Sprintf("request epoch %d is older than the leader's %d", reqEpoch, r.cfg.LeaderEpoch)
 	case messages.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH:
-		return code, fmt.Sprintf("request epoch %d is newer than the leader's %d", reqEpoch, r.epoch)
+		return code, fmt.Sprintf("request epoch %d is newer than the leader's %d", reqEpoch, r.cfg.LeaderEpoch)
 	}
 	return code, ""
 }

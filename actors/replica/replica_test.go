@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -30,6 +31,8 @@ type harness struct {
 	system *actor.ActorSystem
 	pid    *actor.PID
 	dir    string
+	// parent is the replica's parent when it has one (spawnUnderParent).
+	parent *actor.PID
 }
 
 func newHarness(t *testing.T, dir string) *harness {
@@ -178,13 +181,12 @@ func TestLongPollFetch(t *testing.T) {
 	}
 	// A waiting fetch is answered as soon as a produce lands.
 	fut := h.system.Root.RequestFuture(h.pid, &messages.FetchRequest{Topic: "t", FetchOffset: 0, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 10_000, CurrentLeaderEpoch: -1, ReplicaId: -1}, timeout)
-	deadline := time.Now().Add(timeout)
-	for h.request(GetState).(State).ParkedFetches != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("fetch never parked")
+	poll.Until(t, timeout, func() error {
+		if n := h.request(GetState).(State).ParkedFetches; n != 1 {
+			return fmt.Errorf("%d parked fetches, want the one", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	h.produce(batch(t, 4, "x"), messages.Acks_ACKS_ALL)
 	res, err := fut.Result()
 	if err != nil {

@@ -17,9 +17,11 @@
 //     (NOT_ENOUGH_REPLICAS) and checkEnoughReplicasReachOffset (acks=all).
 //   - TruncationPoint is AbstractFetcherThread.getOffsetTruncationState
 //     (KIP-101, KIP-279); DivergingEpoch is the leader's check in
-//     Partition.readRecords (KIP-320, truncation on fetch); ResolveOutOfRange
-//     is AbstractFetcherThread.fetchOffsetAndApplyTruncateAndBuild;
+//     Partition.readRecords (KIP-320, truncation on fetch);
 //     FollowerHighWatermark is UnifiedLog.updateHighWatermark on a follower.
+//     A fetch answered OFFSET_OUT_OF_RANGE (follower.go) restarts the log
+//     at the leader's log start when the leader deleted what the follower
+//     lacks, and otherwise goes back to epoch-based truncation.
 //   - CheckLeaderEpoch is Partition.checkCurrentLeaderEpoch.
 //
 // Threading: LeaderState is not safe for concurrent use; it belongs to the
@@ -610,9 +612,9 @@ type TruncationDecision struct {
 //   - The follower has no epoch at or below the leader's: min(leader's
 //     end, local log end).
 //
-// Epoch-based truncation never empties the log and restarts it; that is
-// ResolveOutOfRange's job, when the follower's log end is below the
-// leader's log start.
+// Epoch-based truncation never empties the log and restarts it; the
+// follower does that (follower.go) when its fetch is answered
+// OFFSET_OUT_OF_RANGE and its log end is below the leader's log start.
 func TruncationPoint(localLEO, localHW int64, localEnd func(epoch int32) (int32, int64), leader EpochEndOffset) TruncationDecision {
 	if leader.EndOffset == UndefinedOffset {
 		return TruncationDecision{TruncateTo: min(localHW, localLEO), Completed: true}
@@ -638,7 +640,8 @@ func TruncationPoint(localLEO, localHW int64, localEnd func(epoch int32) (int32,
 //
 //   - lastFetchedEpoch < 0: no check.
 //   - The leader knows no epoch that old, or fetchOffset is below its log
-//     start: OFFSET_OUT_OF_RANGE (the follower then uses ResolveOutOfRange).
+//     start: OFFSET_OUT_OF_RANGE (the follower then restarts its log at the
+//     leader's log start, or truncates by epoch again: follower.go).
 //   - The leader's largest epoch <= lastFetchedEpoch is smaller, or ends
 //     before fetchOffset: the logs diverge; answer with no records and this
 //     EpochEndOffset as diverging_epoch (the follower feeds it to
@@ -656,39 +659,6 @@ func DivergingEpoch(lastFetchedEpoch int32, fetchOffset, logStartOffset int64, l
 		return EpochEndOffset{Epoch: epoch, EndOffset: end}, true, messages.ErrorCode_ERROR_CODE_UNSPECIFIED
 	}
 	return EpochEndOffset{}, false, messages.ErrorCode_ERROR_CODE_UNSPECIFIED
-}
-
-// OutOfRangeReset is what a follower does after its fetch offset was out of
-// range on the leader.
-type OutOfRangeReset struct {
-	// FetchOffset is where to fetch from next.
-	FetchOffset int64
-	// Truncate: truncate the log to FetchOffset first (storage TruncateTo).
-	Truncate bool
-	// StartAt: empty the log and restart it at FetchOffset first (storage
-	// TruncateFullyAndStartAt).
-	StartAt bool
-}
-
-// ResolveOutOfRange decides what a follower whose fetch was answered
-// OFFSET_OUT_OF_RANGE does, given its log end offset and the leader's log
-// end and start offsets (Kafka's fetchOffsetAndApplyTruncateAndBuild):
-//
-//   - Leader's log end below the follower's (after an unclean election):
-//     truncate to the leader's log end and fetch from there.
-//   - Leader's log start above the follower's log end (the follower was
-//     away while the leader deleted old segments): empty the log, restart
-//     it at the leader's log start, fetch from there.
-//   - Otherwise keep the log and fetch from its end again.
-func ResolveOutOfRange(localLEO, leaderLEO, leaderLogStart int64) OutOfRangeReset {
-	switch {
-	case leaderLEO < localLEO:
-		return OutOfRangeReset{FetchOffset: leaderLEO, Truncate: true}
-	case leaderLogStart > localLEO:
-		return OutOfRangeReset{FetchOffset: leaderLogStart, StartAt: true}
-	default:
-		return OutOfRangeReset{FetchOffset: localLEO}
-	}
 }
 
 // FollowerHighWatermark is a follower's high watermark after a fetch answer

@@ -724,26 +724,6 @@ func TestDivergingEpoch(t *testing.T) {
 	}
 }
 
-func TestResolveOutOfRange(t *testing.T) {
-	tests := []struct {
-		name                          string
-		localLEO, leaderLEO, leaderLS int64
-		want                          OutOfRangeReset
-	}{
-		{"leader's log end below ours: truncate to it", 30, 20, 0, OutOfRangeReset{FetchOffset: 20, Truncate: true}},
-		{"leader's log start above our end: start over there", 3, 60, 50, OutOfRangeReset{FetchOffset: 50, StartAt: true}},
-		{"otherwise keep the log", 30, 40, 10, OutOfRangeReset{FetchOffset: 30}},
-		{"empty log at the leader's start", 50, 60, 50, OutOfRangeReset{FetchOffset: 50}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ResolveOutOfRange(tc.localLEO, tc.leaderLEO, tc.leaderLS); got != tc.want {
-				t.Fatalf("ResolveOutOfRange = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestFollowerHighWatermark(t *testing.T) {
 	tests := []struct {
 		leaderHW, logStart, leo, want int64

@@ -32,7 +32,7 @@ import (
 // id, comes from that replica's host.
 func (r *Replica) fromFollower(ctx actor.Context, id int32) bool {
 	return id != r.cfg.Self && slices.Contains(r.cfg.Replicas, id) &&
-		cluster.SenderIsHost(ctx.Sender(), ctx.Self().Address, r.cfg.Self, r.hosts, id)
+		cluster.SenderIsHost(ctx.Sender(), ctx.Self().Address, r.cfg.Self, r.cfg.Hosts, id)
 }
 
 // refuseFollower counts and logs a refused follower request of kind.
