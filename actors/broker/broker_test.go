@@ -1,12 +1,17 @@
-// broker_test.go: the broker actor with a controller against a real
-// embedded etcd — a host whose registration goes loses its replicas but
-// keeps its data; when it comes back and leads again, the log is intact.
+// broker_test.go: the broker actor with a controller — a host whose
+// registration goes loses its replicas but keeps its data; when it comes
+// back and leads again, the log is intact — and the helpers of the actor
+// tests. They run on a cluster.MemStore; TestOfflinePartitionKeepsItsData
+// also on a real embedded etcd (integration: real leases and watches), as
+// does the test that writes records straight into etcd
+// (limits_actor_test.go).
 
 package broker_test
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,6 +43,83 @@ func request[T any](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, msg an
 	return v, nil
 }
 
+// fixture is the metadata a broker test runs on: a MemStore, or a Store
+// on a real embedded etcd.
+type fixture struct {
+	cluster.MetadataStore
+	mem  *cluster.MemStore // set on MemStore
+	etcd *cluster.Store    // set on etcd
+}
+
+// newMem returns a fixture on a MemStore.
+func newMem(t *testing.T) *fixture {
+	t.Helper()
+	m := clustertest.NewMemStore(t)
+	return &fixture{MetadataStore: m, mem: m}
+}
+
+// newEtcd returns a fixture on a real embedded etcd.
+func newEtcd(t *testing.T) *fixture {
+	t.Helper()
+	s, _ := clustertest.NewStore(t)
+	return &fixture{MetadataStore: s, etcd: s}
+}
+
+// onEach runs test as a subtest on a MemStore and on a real etcd.
+func onEach(t *testing.T, test func(t *testing.T, s *fixture)) {
+	for _, f := range []struct {
+		name string
+		new  func(t *testing.T) *fixture
+	}{{"memory", newMem}, {"etcd", newEtcd}} {
+		t.Run(f.name, func(t *testing.T) { test(t, f.new(t)) })
+	}
+}
+
+// register registers fake host id at clustertest.HostAddress(port) until
+// cleanup; leave ends the registration earlier, as an expired lease
+// would.
+func (s *fixture) register(t *testing.T, id int32, port int) (leave func() error) {
+	t.Helper()
+	if s.etcd != nil {
+		return clustertest.Register(t, s.etcd, id, port).Close
+	}
+	clustertest.RegisterMem(t, s.mem, id, port)
+	return func() error {
+		if !s.mem.ExpireHost(id) {
+			return fmt.Errorf("host %d was not registered", id)
+		}
+		return nil
+	}
+}
+
+// listenHost listens on a free loopback port, accepting and closing
+// connections until cleanup, and returns the port: a host registered
+// there is one whose process is up (the controller's prober, which
+// revokes the registration of a host whose dials are refused, leaves it
+// be) though it runs no broker.
+func listenHost(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ln.Close(); err != nil {
+			t.Errorf("close listener %v: %v", ln.Addr(), err)
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			_ = c.Close() // a probe's connection: nothing to say
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // host1 is a test host with id 1 at addr: a controller and a broker
 // (over a new data directory) in one actor system, all stopped at cleanup.
 type host1 struct {
@@ -46,7 +128,7 @@ type host1 struct {
 	dataDir   string
 }
 
-func startHost1(t *testing.T, s *cluster.Store, addr string, opts ...func(*broker.Config)) host1 {
+func startHost1(t *testing.T, s cluster.MetadataStore, addr string, opts ...func(*broker.Config)) host1 {
 	t.Helper()
 	h := host1{sys: actor.NewActorSystem(), dataDir: t.TempDir()}
 	logger := clustertest.Logger(t)
@@ -88,10 +170,11 @@ func (h host1) partitionOn1(t *testing.T) int32 {
 	return -1
 }
 
-func TestOfflinePartitionKeepsItsData(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	r1 := clustertest.Register(t, s, 1, 17101)
-	clustertest.Register(t, s, 2, 17102)
+func TestOfflinePartitionKeepsItsData(t *testing.T) { onEach(t, testOfflinePartitionKeepsItsData) }
+
+func testOfflinePartitionKeepsItsData(t *testing.T, s *fixture) {
+	leave1 := s.register(t, 1, 17101)
+	s.register(t, 2, 17102)
 	h := startHost1(t, s, "127.0.0.1:17101")
 	sys, brk, dataDir := h.sys, h.brk, h.dataDir
 	part := h.partitionOn1(t)
@@ -122,8 +205,8 @@ func TestOfflinePartitionKeepsItsData(t *testing.T) {
 
 	// Host 1 goes: its partition goes offline, its replica stops, its
 	// data stays, and metadata says LEADER_NOT_AVAILABLE.
-	if err := r1.Close(); err != nil {
-		t.Fatalf("close host 1: %v", err)
+	if err := leave1(); err != nil {
+		t.Fatalf("host 1 leaves: %v", err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, func() error {
 		md, err := request[*messages.MetadataResponse](t, sys, brk, &messages.MetadataRequest{Topics: []string{"events"}})
@@ -144,7 +227,7 @@ func TestOfflinePartitionKeepsItsData(t *testing.T) {
 	}
 
 	// Host 1 returns: it leads again at epoch 2, with its three records.
-	clustertest.Register(t, s, 1, 17101)
+	s.register(t, 1, 17101)
 	clustertest.WaitFor(t, 10*time.Second, func() error {
 		resp, err := request[*messages.ListOffsetsResponse](t, sys, replicaPID, &messages.ListOffsetsRequest{
 			Topic: "events", Partition: part, Timestamp: -1, CurrentLeaderEpoch: 2,

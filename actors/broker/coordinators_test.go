@@ -1,9 +1,9 @@
-// coordinators_test.go: FindCoordinator through a broker against a real
-// embedded etcd — the first request has the offsets topic created, the
-// answer names the coordinator the broker runs beside the partition's
-// leader, commits go through it, ListGroups lists its groups, users cannot
-// delete or reshape the topic, and when the host's leadership lapses and
-// comes back the new coordinator has the commits.
+// coordinators_test.go: FindCoordinator through a broker (on a MemStore)
+// — the first request has the offsets topic created, the answer names the
+// coordinator the broker runs beside the partition's leader, commits go
+// through it, ListGroups lists its groups, users cannot delete or reshape
+// the topic, and when the host's leadership lapses and comes back the new
+// coordinator has the commits.
 
 package broker_test
 
@@ -55,8 +55,8 @@ func offsetsOf(t *testing.T, h host1, id, group string) *messages.OffsetFetchRes
 }
 
 func TestFindCoordinatorCreatesTheOffsetsTopic(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	r1 := clustertest.Register(t, s, 1, 17121)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17121)
 	h := startHost1(t, s, "127.0.0.1:17121", func(c *broker.Config) { c.OffsetsTopicPartitions = 3 })
 	clustertest.CreateTopic(t, h.sys, h.brk, &messages.CreateTopicRequest{Name: "events", Partitions: 2, ReplicationFactor: 1})
 
@@ -139,8 +139,8 @@ func TestFindCoordinatorCreatesTheOffsetsTopic(t *testing.T) {
 	// Host 1's lease goes: the partition has no leader, the coordinator
 	// stops; when it returns it leads at a new epoch and its new
 	// coordinator replays the commit.
-	if err := r1.Close(); err != nil {
-		t.Fatalf("close host 1: %v", err)
+	if !s.ExpireHost(1) {
+		t.Fatal("host 1 was not registered")
 	}
 	clustertest.WaitFor(t, 15*time.Second, func() error {
 		fr, err := request[*messages.FindCoordinatorResponse](t, h.sys, h.brk, &messages.FindCoordinatorRequest{GroupId: group})
@@ -155,7 +155,7 @@ func TestFindCoordinatorCreatesTheOffsetsTopic(t *testing.T) {
 		}
 		return nil
 	})
-	clustertest.Register(t, s, 1, 17121)
+	clustertest.RegisterMem(t, s, 1, 17121)
 	again := findCoordinator(t, h, group)
 	if again.LeaderEpoch <= resp.LeaderEpoch || again.ActorId != resp.ActorId {
 		t.Fatalf("coordinator after the host returned: %v, want %s at an epoch above %d", again, resp.ActorId, resp.LeaderEpoch)
@@ -168,11 +168,13 @@ func TestFindCoordinatorCreatesTheOffsetsTopic(t *testing.T) {
 }
 
 // TestOffsetsTopicReplicationFactor: min(3, live hosts), as Kafka's
-// offsets.topic.replication.factor with fewer brokers.
+// offsets.topic.replication.factor with fewer brokers. Hosts 2 to 4
+// listen, so the controller's prober leaves them live.
 func TestOffsetsTopicReplicationFactor(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	for id := int32(1); id <= 4; id++ {
-		clustertest.Register(t, s, id, 17130+int(id))
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17131)
+	for id := int32(2); id <= 4; id++ {
+		clustertest.RegisterMem(t, s, id, listenHost(t))
 	}
 	sys := actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)

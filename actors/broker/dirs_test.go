@@ -1,8 +1,8 @@
-// dirs_test.go: the broker's partition directories against a real
-// embedded etcd go through the logs' file system (Config.LogFS): a fault
-// there is reported in Health and retried until the directory can be
-// prepared, and an operation that hangs there does not hold up the
-// broker's answers (it runs on the directory worker, not the actor).
+// dirs_test.go: the broker's partition directories (on a MemStore) go
+// through the logs' file system (Config.LogFS): a fault there is reported
+// in Health and retried until the directory can be prepared, and an
+// operation that hangs there does not hold up the broker's answers (it
+// runs on the directory worker, not the actor).
 
 package broker_test
 
@@ -46,8 +46,8 @@ func (f dirFaultFS) MkdirAll(dir string, perm os.FileMode) error {
 }
 
 func TestDirectoryFaultIsReportedAndRetried(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17161)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17161)
 	health, fail := broker.NewHealth(), &atomic.Bool{}
 	fail.Store(true)
 	h := startHost1(t, s, "127.0.0.1:17161", func(c *broker.Config) {
@@ -82,8 +82,8 @@ func TestDirectoryFaultIsReportedAndRetried(t *testing.T) {
 }
 
 func TestHungDirectoryOperationHoldsNothingUp(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17162)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17162)
 	release := make(chan struct{})
 	released := false
 	t.Cleanup(func() {

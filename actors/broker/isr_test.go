@@ -1,13 +1,12 @@
 // isr_test.go: the broker relays its leader replicas' ISR changes to the
-// controller (against a real embedded etcd): a follower that never
-// fetches is proposed out of the ISR by its leader, and the change the
-// controller commits shows in the metadata.
+// controller (on a MemStore): a follower that never fetches is proposed
+// out of the ISR by its leader, and the change the controller commits
+// shows in the metadata.
 
 package broker_test
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -19,32 +18,12 @@ import (
 )
 
 func TestLeaderISRShrinkIsRelayedToTheController(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17163)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17163)
 	// Host 2 is registered but runs no broker: its followers never fetch.
 	// Something listens on its port, so the controller's prober does not
 	// take it for gone (and take it out of the ISR itself).
-	clustertest.Register(t, s, 2, 17164)
-	ln, err := net.Listen("tcp", clustertest.HostAddress(17164))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ln.Close(); err != nil {
-			t.Errorf("close host 2's listener: %v", err)
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed
-			}
-			if err := c.Close(); err != nil {
-				t.Logf("close a probe's connection: %v", err)
-			}
-		}
-	}()
+	clustertest.RegisterMem(t, s, 2, listenHost(t))
 	h := startHost1(t, s, "127.0.0.1:17163", func(c *broker.Config) { c.ReplicaLagTimeMax = 300 * time.Millisecond })
 	topic := clustertest.CreateTopic(t, h.sys, h.brk, &messages.CreateTopicRequest{Name: "events", Partitions: 2, ReplicationFactor: 2})
 	part := int32(-1)

@@ -1,8 +1,9 @@
-// limits_actor_test.go: the broker actor against a real embedded etcd is
-// not steered by topic records written straight into etcd — one named
-// "../victim" creates nothing and removes nothing outside the data dir,
-// a valid topic whose record goes bad runs on with its data — and it runs
-// no more replicas than its capacity.
+// limits_actor_test.go: the broker actor is not steered by topic records
+// written straight into etcd — one named "../victim" creates nothing and
+// removes nothing outside the data dir, a valid topic whose record goes
+// bad runs on with its data (on a real embedded etcd: a MemStore validates
+// every write, so it never holds such a record) — and it runs no more
+// replicas than its capacity (on a MemStore).
 
 package broker_test
 
@@ -154,8 +155,8 @@ func TestCraftedTopicRecordsAreNeverActedOn(t *testing.T) {
 }
 
 func TestBrokerRunsNoMoreReplicasThanItsCapacity(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17122)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17122)
 	h := startHost1(t, s, "127.0.0.1:17122", func(c *broker.Config) { c.MaxPartitionsPerHost = 2 })
 	// The controller (its own capacity) accepts 3 partitions; this
 	// broker runs 2 of them.

@@ -1,3 +1,6 @@
+// producerid_test.go: InitProducerId through brokers (on a MemStore) that
+// take their producer id blocks from one counter.
+
 package broker_test
 
 import (
@@ -12,7 +15,7 @@ import (
 
 // Two brokers (two hosts' blocks) never hand out one producer id twice.
 func TestInitProducerIDIsUniqueAcrossBrokers(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
+	s := clustertest.NewMemStore(t)
 	sys := actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)
 	var brokers []*actor.PID

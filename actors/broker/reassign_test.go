@@ -1,7 +1,7 @@
-// reassign_test.go: the broker with a controller against a real embedded
-// etcd — admin requests of reassignment forwarded to the controller, the
-// metadata showing a reassignment in progress, and a replica reassigned
-// away from this host stopped and its log deleted.
+// reassign_test.go: the broker with a controller (on a MemStore) — admin
+// requests of reassignment forwarded to the controller, the metadata
+// showing a reassignment in progress, and a replica reassigned away from
+// this host stopped and its log deleted.
 
 package broker_test
 
@@ -19,9 +19,11 @@ import (
 )
 
 func TestReplicaReassignedAwayIsRemoved(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17111)
-	clustertest.Register(t, s, 2, 17112)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17111)
+	// Host 2 runs no broker but listens, so the controller's prober
+	// leaves it live (it must lead once the reassignment completes).
+	clustertest.RegisterMem(t, s, 2, listenHost(t))
 	h := startHost1(t, s, "127.0.0.1:17111")
 	sys, brk, ctrl, dataDir := h.sys, h.brk, h.ctrl, h.dataDir
 	part := h.partitionOn1(t)

@@ -1,8 +1,8 @@
-// supervision_test.go: the broker against a real embedded etcd keeps its
-// replicas running — one stopped by anyone else is reopened with its log
-// intact and counted; one whose directory cannot be prepared or whose log
-// cannot be opened is reported in Health, naming the partition, and
-// retried until it opens; a log that fails is reported — and removes the
+// supervision_test.go: the broker (on a MemStore) keeps its replicas
+// running — one stopped by anyone else is reopened with its log intact
+// and counted; one whose directory cannot be prepared or whose log cannot
+// be opened is reported in Health, naming the partition, and retried
+// until it opens; a log that fails is reported — and removes the
 // directories of a deleted topic off its goroutine, leaving none behind,
 // not even from an earlier run.
 
@@ -90,8 +90,8 @@ func problems(h *broker.Health) []string {
 }
 
 func TestStoppedReplicaIsReopenedWithItsLog(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17151)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17151)
 	health, counter := broker.NewHealth(), &restarts{}
 	h := startHost1(t, s, "127.0.0.1:17151", func(c *broker.Config) {
 		c.Health, c.Restarts, c.ReplicaRestartBackoff = health, counter, 50*time.Millisecond
@@ -126,8 +126,8 @@ func TestStoppedReplicaIsReopenedWithItsLog(t *testing.T) {
 }
 
 func TestReplicaThatCannotOpenIsReportedAndRetried(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17152)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17152)
 	dataDir := t.TempDir()
 	// events-0: a file where its directory should be (the broker cannot
 	// prepare it; chmod would not stop root). events-1: a directory where
@@ -211,8 +211,8 @@ func (f failingFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func TestFailedLogIsReported(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17153)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17153)
 	health, fail := broker.NewHealth(), &atomic.Bool{}
 	h := startHost1(t, s, "127.0.0.1:17153", func(c *broker.Config) {
 		c.Health, c.LogFS = health, failingFS{fail: fail}
@@ -233,8 +233,8 @@ func TestFailedLogIsReported(t *testing.T) {
 }
 
 func TestDeletingATopicRemovesItsDirectoriesOffTheActor(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17154)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17154)
 	dataDir := t.TempDir()
 	release := make(chan struct{})
 	var removals atomic.Int32
@@ -332,8 +332,8 @@ func partitionDirs(t *testing.T, dataDir, topic string) (live, tombstones int) {
 }
 
 func TestLeftoverTombstonesAreRemovedAtStart(t *testing.T) {
-	s, _ := clustertest.NewStore(t)
-	clustertest.Register(t, s, 1, 17155)
+	s := clustertest.NewMemStore(t)
+	clustertest.RegisterMem(t, s, 1, 17155)
 	dataDir := t.TempDir()
 	tomb := filepath.Join(dataDir, "old-0.deleted-1764612345000000000")
 	// Not tombstones: a topic named "x.deleted" has a directory so named.
