@@ -1,0 +1,172 @@
+// api.go holds the API table: every served Kafka API registers, from its
+// own file's init, its key, the versions it serves and advertises and its
+// handler. The ApiVersions answer is built from this table and requests are
+// vetted against it, so what is advertised cannot drift from what is
+// served. It also holds the reply a handler returns.
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// api is one Kafka API the server serves.
+type api struct {
+	// key is the Kafka API key; name its name, for logs.
+	key  int16
+	name string
+	// servedMin..servedMax are the versions handle serves.
+	servedMin, servedMax int16
+	// advertisedMin..advertisedMax are the versions ApiVersions advertises
+	// (a superset of the served ones). A request for a version outside
+	// them closes its connection, as Kafka does; one inside them but not
+	// served is answered by unsupported.
+	advertisedMin, advertisedMax int16
+	// handle serves a request whose version is in the served range.
+	handle handler
+	// unsupported answers a version advertised but not served, normally
+	// with UNSUPPORTED_VERSION (Kafka 4 advertises Produce 0-12 and
+	// refuses v0-2 so; advertising a minimum above 0 turns compression off
+	// in older librdkafka). Required exactly when the ranges differ.
+	unsupported func(r *request) kmsg.Response
+}
+
+// handler serves one request. It runs on the connection's reader
+// goroutine, one request at a time in request order, so whatever it starts
+// before returning (messages to local actors) is ordered like the requests.
+// It must not block on the backend: a handler that waits returns
+// c.async(...), and the response is written once ready, still in request
+// order.
+type handler func(c *conn, r *request) reply
+
+// request is one decoded request.
+type request struct {
+	header
+	// kreq is the decoded body, version set (for ApiVersions above its
+	// range, the version asked for and an undecoded body).
+	kreq kmsg.Request
+	// api is the request's table entry.
+	api *api
+}
+
+// outcome is what is written for one request.
+type outcome struct {
+	// resp is the response; nil when none or err is set.
+	resp kmsg.Response
+	// none: the request takes no response (acks=0 Produce); the next
+	// response is written in its turn.
+	none bool
+	// err closes the connection once every earlier response is written;
+	// reason is its log key.
+	err    error
+	reason string
+}
+
+// reply is a handler's answer: an outcome now, or one to wait for.
+type reply struct {
+	now   outcome
+	later <-chan outcome // when set, the outcome arrives on it (exactly once)
+}
+
+// respond answers with resp now.
+func respond(resp kmsg.Response) reply { return reply{now: outcome{resp: resp}} }
+
+// noResponse answers with nothing (acks=0 Produce).
+func noResponse() reply { return reply{now: outcome{none: true}} }
+
+// failed closes the connection after the earlier responses; err is a
+// local fault worth a log line, reason its kind.
+func failed(reason string, err error) reply {
+	return reply{now: outcome{reason: reason, err: err}}
+}
+
+// async answers with what fn returns, running fn on its own goroutine with
+// the connection's context (done when the connection closes). A panic in fn
+// closes the connection with a log line. An error from fn (a local fault,
+// e.g. an actor did not answer) closes the connection too.
+func (c *conn) async(r *request, fn func(ctx context.Context) (kmsg.Response, error)) reply {
+	ch := make(chan outcome, 1)
+	c.srv.wg.Add(1)
+	go func() {
+		defer c.srv.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- outcome{reason: reasonPanic, err: fmt.Errorf("%s v%d handler panicked: %v", r.api.name, r.version, p)}
+			}
+		}()
+		resp, err := fn(c.ctx)
+		if err != nil {
+			ch <- outcome{reason: reasonHandler, err: fmt.Errorf("%s v%d: %w", r.api.name, r.version, err)}
+			return
+		}
+		ch <- outcome{resp: resp}
+	}()
+	return reply{later: ch}
+}
+
+// The table, filled by register from each API file's init.
+var (
+	apisMu sync.RWMutex
+	apis   = map[int16]*api{}
+)
+
+// checkAPI reports what is wrong with a registration.
+func checkAPI(a api) error {
+	kreq := kmsg.RequestForKey(a.key)
+	switch {
+	case kreq == nil:
+		return fmt.Errorf("kafka: api key %d unknown to kmsg", a.key)
+	case a.handle == nil:
+		return fmt.Errorf("kafka: %s: no handler", a.name)
+	case a.advertisedMin < 0 || a.advertisedMin > a.servedMin || a.servedMin > a.servedMax || a.servedMax > a.advertisedMax:
+		return fmt.Errorf("kafka: %s: want 0 <= advertised min %d <= served min %d <= served max %d <= advertised max %d",
+			a.name, a.advertisedMin, a.servedMin, a.servedMax, a.advertisedMax)
+	case a.advertisedMax > kreq.MaxVersion():
+		return fmt.Errorf("kafka: %s: advertised max %d above kmsg's %d", a.name, a.advertisedMax, kreq.MaxVersion())
+	case (a.unsupported != nil) != (a.servedMin != a.advertisedMin || a.servedMax != a.advertisedMax):
+		return fmt.Errorf("kafka: %s: an unsupported-version answer is needed exactly when served %d-%d differs from advertised %d-%d",
+			a.name, a.servedMin, a.servedMax, a.advertisedMin, a.advertisedMax)
+	}
+	return nil
+}
+
+// register adds a to the table; each API file calls it from init. A bad or
+// duplicate registration is a programming error and panics at start.
+func register(a api) {
+	a.name = kmsg.NameForKey(a.key)
+	if err := checkAPI(a); err != nil {
+		panic(err)
+	}
+	apisMu.Lock()
+	defer apisMu.Unlock()
+	if _, dup := apis[a.key]; dup {
+		panic(fmt.Sprintf("kafka: api key %d (%s) registered twice", a.key, a.name))
+	}
+	apis[a.key] = &a
+}
+
+// lookupAPI returns key's table entry, nil if it is not served.
+func lookupAPI(key int16) *api {
+	apisMu.RLock()
+	defer apisMu.RUnlock()
+	return apis[key]
+}
+
+// advertised returns the ApiVersions entries of the table, by key.
+func advertised() []kmsg.ApiVersionsResponseApiKey {
+	apisMu.RLock()
+	defer apisMu.RUnlock()
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin, a.advertisedMax
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
+	return out
+}

@@ -1,0 +1,300 @@
+// conn.go holds one client connection: a reader goroutine that reads,
+// vets and decodes frames and starts their handlers in request order, and a
+// writer goroutine that writes the responses in that same order, waiting
+// for each in turn. A bounded number of requests may be in flight between
+// the two (Config.MaxInFlight).
+
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxKeptWriteBuffer is the largest response buffer a connection keeps for
+// the next response; a larger one is dropped after use.
+const maxKeptWriteBuffer = 1 << 20
+
+// maxLoggedClientID bounds the client id copied into log lines.
+const maxLoggedClientID = 64
+
+// conn is one client connection.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	remote string
+
+	// ctx is done once the connection is closing; handlers' backend calls
+	// run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// tokens holds one token per request read and not yet answered: the
+	// reader puts one in before reading a frame and the writer takes it
+	// out after the response is written, so at most cap(tokens) requests
+	// are in flight.
+	tokens chan struct{}
+	// queue carries each request's reply from reader to writer in request
+	// order; it has room for every token, so a send never blocks.
+	queue chan slot
+	// queued counts the replies in queue or being written: a connection
+	// with some is not idle.
+	queued atomic.Int32
+	// lastWrite is when the writer last wrote a response (Unix nanos): a
+	// response written counts as activity for the idle timeout.
+	lastWrite atomic.Int64
+
+	closeOnce sync.Once
+}
+
+// slot is one request on its way to the writer.
+type slot struct {
+	req   *request
+	reply reply
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{
+		srv:    s,
+		nc:     nc,
+		remote: nc.RemoteAddr().String(),
+		ctx:    ctx,
+		cancel: cancel,
+		tokens: make(chan struct{}, s.cfg.MaxInFlight),
+		queue:  make(chan slot, s.cfg.MaxInFlight),
+	}
+}
+
+// close closes the connection (once): its context is done, so the reader,
+// the writer and the handlers stop.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			c.srv.log.WithError(err).WithField("remote", c.remote).Debug("closing Kafka connection")
+		}
+		c.srv.forget(c)
+	})
+}
+
+// fields describes the connection, and h when it is known, for a log line.
+func (c *conn) fields(h *header) logrus.Fields {
+	f := logrus.Fields{"remote": c.remote}
+	if h != nil {
+		f["api_key"] = h.key
+		f["api_version"] = h.version
+		f["correlation_id"] = h.corr
+		if h.clientID != nil {
+			id := *h.clientID
+			if len(id) > maxLoggedClientID {
+				id = id[:maxLoggedClientID] + "..."
+			}
+			f["client_id"] = id
+		}
+	}
+	return f
+}
+
+// refused logs why the peer's input closes the connection, rate-limited.
+func (c *conn) refused(h *header, e *inputError) {
+	c.srv.warn(e.reason, c.fields(h), "closing Kafka connection: "+e.err.Error())
+}
+
+// readLoop reads requests until the connection fails or closes.
+func (c *conn) readLoop() {
+	defer c.srv.wg.Done()
+	defer c.close()
+	for {
+		select {
+		case c.tokens <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		frame, ierr := c.readRequestFrame()
+		if ierr != nil {
+			if ierr.reason != "" {
+				c.refused(nil, ierr)
+			}
+			return
+		}
+		h, kreq, ierr := safeParse(frame)
+		if ierr != nil {
+			c.refused(&h, ierr)
+			return
+		}
+		r := &request{header: h, kreq: kreq, api: lookupAPI(h.key)}
+		rep := c.dispatch(r)
+		c.queued.Add(1)
+		c.queue <- slot{req: r, reply: rep}
+	}
+}
+
+// safeParse is parseRequest with a panic in a decoder turned into a bad
+// body: input must never take the host down.
+func safeParse(frame []byte) (h header, kreq kmsg.Request, ierr *inputError) {
+	defer func() {
+		if p := recover(); p != nil {
+			kreq, ierr = nil, refuse(reasonBadBody, "decoding a request of %d bytes panicked: %v", len(frame), p)
+		}
+	}()
+	return parseRequest(frame)
+}
+
+// encodeResponse appends resp's frame to dst; a panic in an encoder (a
+// handler built an invalid response) is returned as an error.
+func encodeResponse(dst []byte, corr int32, resp kmsg.Response) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = dst, fmt.Errorf("encoding %T v%d panicked: %v", resp, resp.GetVersion(), p)
+		}
+	}()
+	return appendResponse(dst, corr, resp), nil
+}
+
+// readRequestFrame reads the next frame. It returns an *inputError whose
+// reason is empty when the connection simply ended or was closed (nothing
+// worth a warning).
+func (c *conn) readRequestFrame() ([]byte, *inputError) {
+	var size [4]byte
+	idle := c.srv.cfg.IdleTimeout
+	deadline := time.Now().Add(idle)
+	for {
+		if err := c.nc.SetReadDeadline(deadline); err != nil {
+			return nil, c.ended(err)
+		}
+		n, err := io.ReadFull(c.nc, size[:])
+		if err == nil {
+			break
+		}
+		if c.ctx.Err() != nil {
+			return nil, &inputError{err: err}
+		}
+		if n > 0 {
+			return nil, refuse(reasonTruncated, "connection ended after %d bytes of a frame length: %w", n, err)
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, c.ended(err)
+		}
+		// Idle means nothing read, nothing in flight and nothing written
+		// for the whole timeout.
+		if c.queued.Load() > 0 {
+			deadline = time.Now().Add(idle)
+			continue
+		}
+		if last := time.Unix(0, c.lastWrite.Load()); time.Since(last) < idle {
+			deadline = last.Add(idle)
+			continue
+		}
+		c.srv.log.WithFields(c.fields(nil)).WithField("reason", reasonIdle).
+			Debugf("closing Kafka connection idle for %v (connections.max.idle.ms)", idle)
+		return nil, &inputError{err: err}
+	}
+	length := int32(binary.BigEndian.Uint32(size[:]))
+	if ierr := checkLength(length, c.srv.cfg.MaxRequestBytes); ierr != nil {
+		return nil, ierr
+	}
+	// The frame's bytes may take up to the idle timeout to arrive.
+	if err := c.nc.SetReadDeadline(time.Now().Add(idle)); err != nil {
+		return nil, c.ended(err)
+	}
+	frame, err := readFrame(c.nc, int(length))
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return nil, &inputError{err: err}
+		}
+		return nil, refuse(reasonTruncated, "connection ended after %d of %d bytes of a frame: %w", len(frame), length, err)
+	}
+	return frame, nil
+}
+
+// ended is the connection ending between frames: the peer closed it, or we
+// did.
+func (c *conn) ended(err error) *inputError {
+	if c.ctx.Err() == nil {
+		c.srv.log.WithFields(c.fields(nil)).WithError(err).Debug("Kafka connection ended")
+	}
+	return &inputError{err: err}
+}
+
+// dispatch starts serving r and returns its reply. It runs on the reader
+// goroutine; a panicking handler closes the connection (after the earlier
+// responses) with a log line instead of taking the host down.
+func (c *conn) dispatch(r *request) (rep reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			rep = failed(reasonPanic, fmt.Errorf("%s v%d handler panicked: %v\n%s", r.api.name, r.version, p, debug.Stack()))
+		}
+	}()
+	a := r.api
+	if r.version >= a.advertisedMin && r.version <= a.advertisedMax && (r.version < a.servedMin || r.version > a.servedMax) {
+		return respond(a.unsupported(r))
+	}
+	return a.handle(c, r)
+}
+
+// writeLoop writes each request's response in request order, waiting for
+// each in turn, until the connection closes or a reply fails it.
+func (c *conn) writeLoop() {
+	defer c.srv.wg.Done()
+	defer c.close()
+	var buf []byte
+	for {
+		var s slot
+		select {
+		case s = <-c.queue:
+		case <-c.ctx.Done():
+			return
+		}
+		o := s.reply.now
+		if s.reply.later != nil {
+			select {
+			case o = <-s.reply.later:
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		if o.err == nil && !o.none && (o.resp == nil || o.resp.Key() != s.req.key) {
+			o = outcome{reason: reasonHandler, err: fmt.Errorf("%s v%d handler returned %T for the response", s.req.api.name, s.req.version, o.resp)}
+		}
+		if o.err != nil {
+			c.srv.warn(o.reason, c.fields(&s.req.header), "closing Kafka connection: "+o.err.Error())
+			return
+		}
+		if !o.none {
+			var err error
+			if buf, err = encodeResponse(buf[:0], s.req.corr, o.resp); err != nil {
+				c.srv.warn(reasonPanic, c.fields(&s.req.header), "closing Kafka connection: "+err.Error())
+				return
+			}
+			if err := c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+				c.srv.log.WithFields(c.fields(&s.req.header)).WithError(err).Debug("Kafka connection ended")
+				return
+			}
+			if _, err := c.nc.Write(buf); err != nil {
+				if c.ctx.Err() == nil {
+					c.srv.warn(reasonWrite, c.fields(&s.req.header), "closing Kafka connection: writing a response: "+err.Error())
+				}
+				return
+			}
+			c.lastWrite.Store(time.Now().UnixNano())
+			if cap(buf) > maxKeptWriteBuffer {
+				buf = nil
+			}
+		}
+		c.queued.Add(-1)
+		<-c.tokens
+	}
+}

@@ -1,0 +1,88 @@
+// Package kafka is the Kafka wire-protocol listener of a host (DESIGN §9,
+// issue 13): existing Kafka clients (kcat/librdkafka, franz-go, sarama,
+// kafka-go, the Java clients) connect to it as to a Kafka broker. It talks
+// only to its Backend, which the host implements over its local actors
+// (broker, replicas, coordinators); clients route themselves from Metadata,
+// as with Kafka. Node id = host id.
+//
+// # Layout
+//
+// After franz-go's kfake, one file per API, each starting with a protocol
+// summary (versions, behaviour, error codes) and registering, from its
+// init, its key, the versions it serves and advertises and its handler in
+// one table (api.go). The ApiVersions answer is built from that table and
+// every request is vetted against it, so what is advertised cannot drift
+// from what is served:
+//
+//	api.go          the table, the handler signature and its replies
+//	apiversions.go  ApiVersions (18)
+//	metadata.go     Metadata (3), a pure function of request and Backend answer
+//	backend.go      the Backend interface and the plain structs it returns
+//	frame.go        framing and request headers around kmsg's codecs
+//	conn.go         one connection: reader, writer, ordering, limits
+//	server.go       accept loop, Close
+//	config.go       Config: limits with Kafka's names and defaults
+//
+// Every body is decoded and encoded by franz-go's kmsg (RequestForKey,
+// SetVersion, ReadFrom, AppendTo); no codec is written by hand. Request
+// headers are v1, or v2 (with a tag section) for flexible versions;
+// response headers carry a tag section for flexible responses, except
+// ApiVersions, whose response header is always v0.
+//
+// # Ordering
+//
+// Each connection has one reader goroutine and one writer goroutine. The
+// reader decodes requests and starts each handler on itself, in request
+// order, so whatever a handler starts before returning (messages to local
+// actors) is ordered like the requests. A handler may answer later (it
+// returns c.async(...), run on its own goroutine); the writer writes the
+// responses strictly in request order, each with its correlation id, as
+// pipelining clients require. A request answered with no response (acks=0
+// Produce, later) writes nothing and keeps the order of the rest.
+//
+// # Limits and refused input (DESIGN §10)
+//
+//   - Config.MaxRequestBytes (socket.request.max.bytes, 100 MiB): a longer
+//     frame closes the connection. A frame's buffer grows as its bytes
+//     arrive, so a length alone allocates nothing large.
+//   - Config.IdleTimeout (connections.max.idle.ms, 10 min): a connection
+//     with nothing in flight that sends nothing for this long is closed; so
+//     is one whose peer does not take a response for this long.
+//   - Config.MaxInFlight (8): requests read and not yet answered per
+//     connection. Past it the connection is not read until a response is
+//     written, so TCP pushes back on a pipelining client and one connection
+//     cannot queue unbounded work: its memory is at most MaxInFlight frames.
+//   - Connection counts (max.connections, max.connections.per.ip) are the
+//     listener's business: the host passes Serve a cluster/netlimit
+//     listener. Accept errors for lack of descriptors are retried after a
+//     pause, as net/http does.
+//
+// As Kafka does, these close the connection: a frame length over the limit,
+// negative or too short for a header; a connection ending inside a frame; a
+// request header that does not parse; an API key not in the table; a
+// version outside the advertised range (except ApiVersions, answered v0
+// UNSUPPORTED_VERSION per KIP-511); a body kmsg cannot decode. A version
+// advertised but not served is answered by the API's own UNSUPPORTED_VERSION
+// response (how Produce v0-2 will be refused, as Kafka 4 does). A handler
+// that panics or fails (a Backend error: a local fault) closes its
+// connection after the earlier responses are written. Each such close is
+// logged at warn with a "reason" field, at most once per reason per
+// Config.LogEvery (netlimit.LogLimiter); the server keeps serving every
+// other connection.
+//
+// # Served so far
+//
+// ApiVersions 0-4 and Metadata 0-12 (no topic auto-creation yet:
+// UNKNOWN_TOPIC_OR_PARTITION for unknown names; __consumer_offsets is
+// internal; no feature flags in ApiVersions). Still to come in later steps
+// of issue 13: the listener in the host (flags, registration, cluster id),
+// Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, InitProducerId, the
+// group APIs, the admin APIs and auto-creation. Transactions, KIP-848,
+// telemetry, share groups and SASL are not advertised.
+//
+// # Threading
+//
+// A Server is safe for concurrent use; Serve may run on several listeners.
+// Backend methods are called concurrently from many connections and must
+// return once their context is done.
+package kafka
