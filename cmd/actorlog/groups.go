@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -37,6 +38,7 @@ func newGroupsCmd(g *globals) *cobra.Command {
 	}
 	list.Flags().StringArrayVar(&states, "state", nil, "only groups in this state: Empty, PreparingRebalance, CompletingRebalance, Stable (repeatable)")
 
+	var output string
 	describe := &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's state, members and assignments, and per partition its committed offset, log end offset and lag",
@@ -45,11 +47,15 @@ func newGroupsCmd(g *globals) *cobra.Command {
 			if err := checkGroupID(args[0]); err != nil {
 				return err
 			}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			return withClient(g, func(ctx context.Context, c *client.Client) error {
-				return describeGroup(ctx, c, args[0], cmd.OutOrStdout())
+				return describeGroup(ctx, c, args[0], output, cmd.OutOrStdout())
 			})
 		},
 	}
+	addOutputFlag(describe, &output)
 
 	var (
 		topic, toDatetime      string
@@ -179,8 +185,9 @@ func listGroups(ctx context.Context, c *client.Client, states []string, out io.W
 // describeGroup prints a group: a summary line; its members (id, instance
 // id, client id, host, assigned partitions); and per partition (those it
 // committed and those assigned) the committed offset, log end offset, lag
-// and owner.
-func describeGroup(ctx context.Context, c *client.Client, id string, out io.Writer) error {
+// and owner — as tables or, for output "json", a groupDescription. When a
+// log end offset could not be read it still prints, then fails.
+func describeGroup(ctx context.Context, c *client.Client, id, output string, out io.Writer) error {
 	d, err := c.DescribeGroup(ctx, id)
 	if err != nil {
 		return fmt.Errorf("describe group %q: %w", id, err)
@@ -192,57 +199,18 @@ func describeGroup(ctx context.Context, c *client.Client, id string, out io.Writ
 	if err != nil {
 		return fmt.Errorf("describe group %q: %w", id, err)
 	}
-	protocol := orDash(d.ProtocolType)
-	if d.ProtocolData != "" {
-		protocol += "/" + d.ProtocolData
-	}
-	fmt.Fprintf(out, "Group: %s\tState: %s\tProtocol: %s\tGeneration: %d\tLeader: %s\tMembers: %d\n",
-		d.GroupId, d.GroupState, protocol, d.GenerationId, orDash(d.Leader), len(d.Members))
-
-	owner := map[string]string{}
-	var also []*messages.TopicPartitions
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if len(d.Members) > 0 {
-		fmt.Fprintln(w, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
-		for _, m := range d.Members {
-			a := assigned[m.MemberId]
-			var parts []string
-			for _, t := range slices.Sorted(maps.Keys(a)) {
-				ps := slices.Sorted(slices.Values(a[t]))
-				also = append(also, &messages.TopicPartitions{Topic: t, Partitions: ps})
-				for _, p := range ps {
-					owner[fmt.Sprintf("%s-%d", t, p)] = m.MemberId
-					parts = append(parts, fmt.Sprintf("%s-%d", t, p))
-				}
-			}
-			assignment := strings.Join(parts, ",")
-			if d.GroupState != "Stable" {
-				assignment = "(rebalancing)"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", m.MemberId, orDash(m.GroupInstanceId), orDash(m.ClientId), orDash(m.ClientHost), orDash(assignment))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintln(out, "No active members.")
-	}
-
-	lags, err := c.GroupLag(ctx, id, also...)
+	lags, err := c.GroupLag(ctx, id, assignedTopicPartitions(d, assigned)...)
 	if err != nil {
 		return fmt.Errorf("describe group %q: %w", id, err)
 	}
-	if len(lags) == 0 {
-		fmt.Fprintln(out, "No committed offsets.")
-		return nil
+	gd := newGroupDescription(d, assigned, lags)
+	if output == outputJSON {
+		err = writeJSON(out, gd)
+	} else {
+		err = writeGroupTables(out, gd)
 	}
-	fmt.Fprintln(w, "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tMEMBER-ID")
-	for _, l := range lags {
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", l.Topic, l.Partition, offsetText(l.Committed), offsetText(l.LogEnd), offsetText(l.Lag),
-			orDash(owner[fmt.Sprintf("%s-%d", l.Topic, l.Partition)]))
-	}
-	if err := w.Flush(); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("describe group %q: %w", id, err)
 	}
 	var unknown []string
 	for _, l := range lags {
@@ -256,12 +224,101 @@ func describeGroup(ctx context.Context, c *client.Client, id string, out io.Writ
 	return nil
 }
 
-// offsetText renders an offset or lag, "-" when unknown (-1).
-func offsetText(n int64) string {
-	if n < 0 {
-		return "-"
+// assignedTopicPartitions lists the partitions assigned to d's members,
+// member by member, topics and partitions sorted.
+func assignedTopicPartitions(d *messages.DescribedGroup, assigned map[string]group.Assignment) []*messages.TopicPartitions {
+	var out []*messages.TopicPartitions
+	for _, m := range d.Members {
+		a := assigned[m.MemberId]
+		for _, t := range slices.Sorted(maps.Keys(a)) {
+			out = append(out, &messages.TopicPartitions{Topic: t, Partitions: slices.Sorted(slices.Values(a[t]))})
+		}
 	}
-	return fmt.Sprint(n)
+	return out
+}
+
+// newGroupDescription is d, its members' assignments and its partitions'
+// lags as `groups describe` shows them. A member's assignment is left out
+// (nil) while the group is not Stable.
+func newGroupDescription(d *messages.DescribedGroup, assigned map[string]group.Assignment, lags []client.PartitionLag) groupDescription {
+	gd := groupDescription{
+		GroupID: d.GroupId, State: d.GroupState, ProtocolType: d.ProtocolType, Protocol: d.ProtocolData,
+		Generation: d.GenerationId, Leader: d.Leader, Members: []memberDescription{}, Offsets: []groupOffset{},
+	}
+	owner := map[string]string{}
+	for _, m := range d.Members {
+		md := memberDescription{MemberID: m.MemberId, GroupInstanceID: m.GroupInstanceId, ClientID: m.ClientId, ClientHost: m.ClientHost}
+		a := assigned[m.MemberId]
+		var parts []topicPartitions
+		for _, t := range slices.Sorted(maps.Keys(a)) {
+			ps := slices.Sorted(slices.Values(a[t]))
+			parts = append(parts, topicPartitions{Topic: t, Partitions: ps})
+			for _, p := range ps {
+				owner[fmt.Sprintf("%s-%d", t, p)] = m.MemberId
+			}
+		}
+		if d.GroupState == "Stable" {
+			md.Assignment = orEmpty(parts)
+		}
+		gd.Members = append(gd.Members, md)
+	}
+	for _, l := range lags {
+		gd.Offsets = append(gd.Offsets, groupOffset{
+			Topic: l.Topic, Partition: l.Partition,
+			CommittedOffset: knownOffset(l.Committed), LogEndOffset: knownOffset(l.LogEnd), Lag: knownOffset(l.Lag),
+			MemberID: owner[fmt.Sprintf("%s-%d", l.Topic, l.Partition)],
+		})
+	}
+	return gd
+}
+
+// writeGroupTables prints gd: a summary line, a table of its members (or
+// "No active members.") and a table of its offsets (or "No committed
+// offsets.").
+func writeGroupTables(out io.Writer, gd groupDescription) error {
+	protocol := orDash(gd.ProtocolType)
+	if gd.Protocol != "" {
+		protocol += "/" + gd.Protocol
+	}
+	fmt.Fprintf(out, "Group: %s\tState: %s\tProtocol: %s\tGeneration: %d\tLeader: %s\tMembers: %d\n",
+		gd.GroupID, gd.State, protocol, gd.Generation, orDash(gd.Leader), len(gd.Members))
+
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if len(gd.Members) > 0 {
+		fmt.Fprintln(w, "MEMBER-ID\tINSTANCE-ID\tCLIENT-ID\tHOST\tASSIGNMENT")
+		for _, m := range gd.Members {
+			var parts []string
+			for _, tp := range m.Assignment {
+				for _, p := range tp.Partitions {
+					parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, p))
+				}
+			}
+			assignment := strings.Join(parts, ",")
+			if m.Assignment == nil {
+				assignment = "(rebalancing)"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, orDash(m.GroupInstanceID), orDash(m.ClientID), orDash(m.ClientHost), orDash(assignment))
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	} else {
+		fmt.Fprintln(out, "No active members.")
+	}
+
+	if len(gd.Offsets) == 0 {
+		fmt.Fprintln(out, "No committed offsets.")
+		return nil
+	}
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tMEMBER-ID")
+	for _, o := range gd.Offsets {
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", o.Topic, o.Partition, offsetPtrText(o.CommittedOffset), offsetPtrText(o.LogEndOffset),
+			offsetPtrText(o.Lag), orDash(o.MemberID))
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
 }
 
 func resetOffsets(ctx context.Context, c *client.Client, group, topic string, parts []int32, target client.ResetTarget, dryRun bool, out io.Writer) error {

@@ -52,8 +52,8 @@ func TestResetTargetFlags(t *testing.T) {
 
 func TestOffsetText(t *testing.T) {
 	for n, want := range map[int64]string{-1: "-", 0: "0", 42: "42"} {
-		if got := offsetText(n); got != want {
-			t.Errorf("offsetText(%d) = %q, want %q", n, got, want)
+		if got := offsetPtrText(knownOffset(n)); got != want {
+			t.Errorf("offsetPtrText(knownOffset(%d)) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -92,14 +93,19 @@ func newTopicsCmd(g *globals) *cobra.Command {
 		},
 	}
 
+	var output string
 	describe := &cobra.Command{
 		Use: "describe NAME", Short: "Describe a topic's partitions", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			return withClient(g, func(ctx context.Context, c *client.Client) error {
-				return describeTopic(ctx, c, args[0], cmd.OutOrStdout())
+				return describeTopic(ctx, c, args[0], output, cmd.OutOrStdout())
 			})
 		},
 	}
+	addOutputFlag(describe, &output)
 
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "Delete a topic and its data", Args: cobra.ExactArgs(1),
@@ -384,46 +390,93 @@ func topicMetadata(ctx context.Context, c *client.Client, name string) (*message
 	return t, nil
 }
 
-func describeTopic(ctx context.Context, c *client.Client, name string, out io.Writer) error {
+// describeTopic prints a topic's partitions (leader, replicas, ISR, log
+// start and end offsets, reassignment in progress) as a table or, for
+// output "json", a topicDescription.
+func describeTopic(ctx context.Context, c *client.Client, name, output string, out io.Writer) error {
 	t, err := topicMetadata(ctx, c, name)
 	if err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(t.Configs))
-	for k := range t.Configs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var cfgs []string
-	for _, k := range keys {
-		cfgs = append(cfgs, k+"="+t.Configs[k])
-	}
-	fmt.Fprintf(out, "Topic: %s\tPartitions: %d\tReplicationFactor: %d\tConfigs: %s\n", t.Name, len(t.Partitions), t.ReplicationFactor, strings.Join(cfgs, ","))
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tADDING\tREMOVING")
+	td := topicDescription{Name: t.Name, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}, Partitions: []partitionDescription{}}
+	maps.Copy(td.Configs, t.Configs)
 	for _, p := range t.Partitions {
-		start, end := "-", "-"
+		var start, end *int64
 		if lo, err := c.ListOffsets(ctx, p, name, messages.EarliestTimestamp); err == nil {
-			start = fmt.Sprint(lo.Offset)
+			start = &lo.Offset
 		}
 		if lo, err := c.ListOffsets(ctx, p, name, messages.LatestTimestamp); err == nil {
-			end = fmt.Sprint(lo.Offset)
+			end = &lo.Offset
 		}
-		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.Isr), start, end,
-			orDash(ids(p.AddingReplicas)), orDash(ids(p.RemovingReplicas)))
+		td.Partitions = append(td.Partitions, newPartitionDescription(p, start, end))
 	}
-	return w.Flush()
+	if output == outputJSON {
+		return writeJSON(out, td)
+	}
+	return writeTopicTable(out, td)
 }
 
-// leaderText renders a partition's leader: its host id, "none (offline)"
-// when the controller found no live in-sync replica to lead it, or the id
-// marked unavailable when the leader's host is not registered (it has just
-// gone, and the controller has not moved leadership yet).
-func leaderText(p *messages.PartitionMetadata) string {
+// newPartitionDescription is p with its log start and end offsets (nil when
+// unknown).
+func newPartitionDescription(p *messages.PartitionMetadata, start, end *int64) partitionDescription {
+	return partitionDescription{
+		Partition: p.Partition, Leader: p.Leader, LeaderStatus: leaderStatus(p),
+		Replicas: orEmpty(slices.Clone(p.Replicas)), ISR: orEmpty(slices.Clone(p.Isr)),
+		LogStartOffset: start, LogEndOffset: end,
+		AddingReplicas: orEmpty(slices.Clone(p.AddingReplicas)), RemovingReplicas: orEmpty(slices.Clone(p.RemovingReplicas)),
+	}
+}
+
+// writeTopicTable prints td: a summary line, then a table of its
+// partitions.
+func writeTopicTable(out io.Writer, td topicDescription) error {
+	var cfgs []string
+	for _, k := range slices.Sorted(maps.Keys(td.Configs)) {
+		cfgs = append(cfgs, k+"="+td.Configs[k])
+	}
+	fmt.Fprintf(out, "Topic: %s\tPartitions: %d\tReplicationFactor: %d\tConfigs: %s\n", td.Name, len(td.Partitions), td.ReplicationFactor, strings.Join(cfgs, ","))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tADDING\tREMOVING")
+	for _, p := range td.Partitions {
+		fmt.Fprintf(w, "%d\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", p.Partition, leaderText(p), ids(p.Replicas), ids(p.ISR),
+			offsetPtrText(p.LogStartOffset), offsetPtrText(p.LogEndOffset), orDash(ids(p.AddingReplicas)), orDash(ids(p.RemovingReplicas)))
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// offsetPtrText renders an offset, "-" when unknown (nil).
+func offsetPtrText(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+// leaderStatus tells whether a partition's leader can serve: "offline"
+// when the controller found no live in-sync replica to lead it,
+// "unavailable" when the leader's host is not registered (it has just
+// gone, and the controller has not moved leadership yet), else
+// "available".
+func leaderStatus(p *messages.PartitionMetadata) string {
 	switch {
 	case p.Leader < 0:
-		return "none (offline)"
+		return leaderOffline
 	case p.ErrorCode == messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE:
+		return leaderUnavailable
+	}
+	return leaderAvailable
+}
+
+// leaderText renders a partition's leader: its host id, "none (offline)",
+// or the id marked "(unavailable)" (see leaderStatus).
+func leaderText(p partitionDescription) string {
+	switch p.LeaderStatus {
+	case leaderOffline:
+		return "none (offline)"
+	case leaderUnavailable:
 		return fmt.Sprintf("%d (unavailable)", p.Leader)
 	}
 	return fmt.Sprint(p.Leader)

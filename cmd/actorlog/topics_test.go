@@ -23,7 +23,7 @@ func TestLeaderText(t *testing.T) {
 		{&messages.PartitionMetadata{Leader: 3, ErrorCode: messages.ErrorCode_ERROR_CODE_LEADER_NOT_AVAILABLE}, "3 (unavailable)"},
 	}
 	for _, tt := range tests {
-		if got := leaderText(tt.p); got != tt.want {
+		if got := leaderText(newPartitionDescription(tt.p, nil, nil)); got != tt.want {
 			t.Errorf("leaderText(%v) = %q, want %q", tt.p, got, tt.want)
 		}
 	}
