@@ -325,31 +325,81 @@ func (v clusterView) String() string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-// parseDescribe parses `cluster describe` output.
+// clusterJSON is the part of `cluster describe --output json` the tests
+// read (the README documents the whole document).
+type clusterJSON struct {
+	ControllerID int32 `json:"controller_id"`
+	Hosts        []struct {
+		Name        string `json:"name"`
+		ID          int    `json:"id"`
+		Address     string `json:"address"`
+		Alive       bool   `json:"alive"`
+		BrokerEpoch *int64 `json:"broker_epoch"`
+		Controller  bool   `json:"controller"`
+	} `json:"hosts"`
+}
+
+// decodeJSON decodes the one JSON document a describe command printed.
+func decodeJSON(out string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w in %q", err, out)
+	}
+	if dec.More() {
+		return fmt.Errorf("more than one JSON document in %q", out)
+	}
+	return nil
+}
+
+// parseDescribe parses `cluster describe --output json` output, hosts by
+// name ("-" for an unknown name, address or broker epoch, as the table).
 func parseDescribe(out string) (clusterView, error) {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) == 0 || !strings.HasPrefix(lines[0], "NAME") {
-		return nil, fmt.Errorf("cluster describe: no header in %q", out)
+	var d clusterJSON
+	if err := decodeJSON(out, &d); err != nil {
+		return nil, fmt.Errorf("cluster describe: %w", err)
 	}
 	var v clusterView
-	for _, line := range lines[1:] {
-		f := strings.Fields(line)
-		if len(f) < 6 || line == "No controller elected." {
-			continue
+	for _, h := range d.Hosts {
+		l := hostLine{name: h.Name, id: h.ID, addr: h.Address, alive: h.Alive, epoch: "-", controller: h.Controller}
+		if l.name == "" {
+			l.name = "-"
 		}
-		id, err := strconv.Atoi(f[1])
-		if err != nil {
-			return nil, fmt.Errorf("cluster describe line %q: %w", line, err)
+		if l.addr == "" {
+			l.addr = "-"
 		}
-		v = append(v, hostLine{name: f[0], id: id, addr: f[2], alive: f[3] == "true", epoch: f[4], controller: f[5] == "yes"})
+		if h.BrokerEpoch != nil {
+			l.epoch = strconv.FormatInt(*h.BrokerEpoch, 10)
+		}
+		v = append(v, l)
 	}
 	sort.Slice(v, func(i, j int) bool { return v[i].name < v[j].name })
 	return v, nil
 }
 
-// describe runs `cluster describe` through service's host.
+func TestParseDescribe(t *testing.T) {
+	out := `{"controller_id": 2, "controller_epoch": 42, "hosts": [
+		{"name": "host2", "id": 2, "address": "host2:7070", "alive": true, "broker_epoch": 9, "controller": true},
+		{"name": "host1", "id": 1, "address": "host1:7070", "alive": true, "broker_epoch": 7, "controller": false},
+		{"name": "host3", "id": 3, "address": "", "alive": false, "broker_epoch": null, "controller": false}]}
+`
+	v, err := parseDescribe(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.String(), "[host1(id 1, alive true, epoch 7) host2(id 2, alive true, epoch 9 controller) host3(id 3, alive false, epoch -)]"; got != want {
+		t.Fatalf("parsed %s, want %s", got, want)
+	}
+	if h, _ := v.host("host3"); h.addr != "-" || v.alive() != 2 {
+		t.Fatalf("host3 %+v, %d alive", h, v.alive())
+	}
+	if _, err := parseDescribe("NAME ID ADDRESS\n"); err == nil {
+		t.Fatal("a table parsed as JSON")
+	}
+}
+
+// describe runs `cluster describe --output json` through service's host.
 func (c *cluster) describe(service string) (clusterView, error) {
-	out, err := c.cli(service, "", "cluster", "describe")
+	out, err := c.cli(service, "", "cluster", "describe", "--output", "json")
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +407,10 @@ func (c *cluster) describe(service string) (clusterView, error) {
 }
 
 // waitFor polls cond until it returns nil and returns how long that took;
-// it fails the test after timeout with cond's last error.
+// it fails the test after timeout with cond's last error. It is
+// internal/poll's Until with a label and a 300 ms interval instead of
+// 10 ms: each check here runs the CLI in a container (docker exec), which
+// at poll's rate would load the 2-core machine the cluster runs on.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
 	start := time.Now()

@@ -58,73 +58,35 @@ type partitionRow struct {
 	end       int64 // -1 when the leader did not answer
 }
 
-// parseTopicDescribe parses `topics describe` output: a topic line, a
-// header line (PARTITION LEADER REPLICAS ISR LOG-START-OFFSET
-// LOG-END-OFFSET ...), then one line per partition. Columns are found by
-// their header names.
+// topicJSON is the part of `topics describe --output json` the tests read
+// (the README documents the whole document).
+type topicJSON struct {
+	Partitions []struct {
+		Partition    int32  `json:"partition"`
+		Leader       int    `json:"leader"`
+		LeaderStatus string `json:"leader_status"`
+		Replicas     []int  `json:"replicas"`
+		ISR          []int  `json:"isr"`
+		LogEndOffset *int64 `json:"log_end_offset"`
+	} `json:"partitions"`
+}
+
+// parseTopicDescribe parses `topics describe --output json` output, one row
+// per partition by index.
 func parseTopicDescribe(out string) ([]partitionRow, error) {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	hi := -1
-	for i, l := range lines {
-		if strings.HasPrefix(l, "PARTITION") {
-			hi = i
-			break
-		}
-	}
-	if hi < 0 {
-		return nil, fmt.Errorf("topics describe: no header in %q", out)
-	}
-	header := strings.Fields(lines[hi])
-	col := map[string]int{}
-	for i, h := range header {
-		col[h] = i
-	}
-	for _, h := range []string{"PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-END-OFFSET"} {
-		if _, ok := col[h]; !ok {
-			return nil, fmt.Errorf("topics describe: no %s column in %q", h, lines[hi])
-		}
-	}
-	// The leader column may read "none (offline)" or "2 (unavailable)".
-	norm := strings.NewReplacer("none (offline)", "-1", " (unavailable)", "(unavailable)")
-	ints := func(s string) ([]int, error) {
-		var xs []int
-		for _, p := range strings.Split(s, ",") {
-			x, err := strconv.Atoi(p)
-			if err != nil {
-				return nil, err
-			}
-			xs = append(xs, x)
-		}
-		return xs, nil
+	var d topicJSON
+	if err := decodeJSON(out, &d); err != nil {
+		return nil, fmt.Errorf("topics describe: %w", err)
 	}
 	var rows []partitionRow
-	for _, l := range lines[hi+1:] {
-		f := strings.Fields(norm.Replace(l))
-		if len(f) != len(header) {
-			return nil, fmt.Errorf("topics describe line %q: %d fields, header has %d", l, len(f), len(header))
+	for _, p := range d.Partitions {
+		if p.LeaderStatus == "" || p.Replicas == nil || p.ISR == nil {
+			return nil, fmt.Errorf("topics describe: partition %d lacks fields in %q", p.Partition, out)
 		}
-		var r partitionRow
-		p, err := strconv.Atoi(f[col["PARTITION"]])
-		if err != nil {
-			return nil, fmt.Errorf("topics describe line %q: partition: %w", l, err)
-		}
-		r.partition = int32(p)
-		leader, unavailable := strings.CutSuffix(f[col["LEADER"]], "(unavailable)")
-		if r.leader, err = strconv.Atoi(leader); err != nil {
-			return nil, fmt.Errorf("topics describe line %q: leader: %w", l, err)
-		}
-		r.leaderUp = r.leader >= 0 && !unavailable
-		if r.replicas, err = ints(f[col["REPLICAS"]]); err != nil {
-			return nil, fmt.Errorf("topics describe line %q: replicas: %w", l, err)
-		}
-		if r.isr, err = ints(f[col["ISR"]]); err != nil {
-			return nil, fmt.Errorf("topics describe line %q: ISR: %w", l, err)
-		}
-		r.end = -1
-		if e := f[col["LOG-END-OFFSET"]]; e != "-" {
-			if r.end, err = strconv.ParseInt(e, 10, 64); err != nil {
-				return nil, fmt.Errorf("topics describe line %q: end offset: %w", l, err)
-			}
+		r := partitionRow{partition: p.Partition, leader: p.Leader, leaderUp: p.LeaderStatus == "available",
+			replicas: p.Replicas, isr: p.ISR, end: -1}
+		if p.LogEndOffset != nil {
+			r.end = *p.LogEndOffset
 		}
 		rows = append(rows, r)
 	}
@@ -133,11 +95,14 @@ func parseTopicDescribe(out string) ([]partitionRow, error) {
 }
 
 func TestParseTopicDescribe(t *testing.T) {
-	out := "Topic: r\tPartitions: 3\tReplicationFactor: 3\tConfigs: min.insync.replicas=2\n" +
-		"PARTITION  LEADER           REPLICAS  ISR    LOG-START-OFFSET  LOG-END-OFFSET\n" +
-		"1          none (offline)   2,3,1     2      0                 -\n" +
-		"0          1                1,2,3     1,2,3  0                 1200\n" +
-		"2          3 (unavailable)  3,1,2     3,1    0                 17\n"
+	out := `{"name": "r", "replication_factor": 3, "configs": {"min.insync.replicas": "2"}, "partitions": [
+		{"partition": 1, "leader": -1, "leader_status": "offline", "replicas": [2, 3, 1], "isr": [2],
+		 "log_start_offset": null, "log_end_offset": null, "adding_replicas": [], "removing_replicas": []},
+		{"partition": 0, "leader": 1, "leader_status": "available", "replicas": [1, 2, 3], "isr": [1, 2, 3],
+		 "log_start_offset": 0, "log_end_offset": 1200, "adding_replicas": [], "removing_replicas": []},
+		{"partition": 2, "leader": 3, "leader_status": "unavailable", "replicas": [3, 1, 2], "isr": [3, 1],
+		 "log_start_offset": 0, "log_end_offset": 17, "adding_replicas": [], "removing_replicas": []}]}
+`
 	rows, err := parseTopicDescribe(out)
 	if err != nil {
 		t.Fatal(err)
@@ -150,14 +115,17 @@ func TestParseTopicDescribe(t *testing.T) {
 	if !reflect.DeepEqual(rows, want) {
 		t.Fatalf("parsed\n%v\nwant\n%v", rows, want)
 	}
+	if _, err := parseTopicDescribe(`{"partitions": [{"partition": 0, "leader": 1}]}`); err == nil {
+		t.Fatal("a partition without its fields parsed")
+	}
 	if _, err := parseTopicDescribe("PARTITION LEADER REPLICAS ISR LOG-END-OFFSET\n0 1 1,2,3 1\n"); err == nil {
-		t.Fatal("a short line parsed")
+		t.Fatal("a table parsed as JSON")
 	}
 }
 
-// describeTopic runs `topics describe` through service.
+// describeTopic runs `topics describe --output json` through service.
 func (c *cluster) describeTopic(service, topic string) ([]partitionRow, error) {
-	out, err := c.cli(service, "", "topics", "describe", topic)
+	out, err := c.cli(service, "", "topics", "describe", topic, "--output", "json")
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 )
 
 // startCluster starts three hosts that form one cluster; extra flags go
@@ -65,25 +66,21 @@ type describeLine struct {
 	controllerEp string
 }
 
-// describe runs `cluster describe` through h and parses it.
+// describe runs `cluster describe --output json` through h and returns
+// its hosts as the table shows them ("-" for an unknown name or epoch).
 func describe(h *hostProc) ([]describeLine, error) {
-	out, _, err := h.cli("", "cluster", "describe")
-	if err != nil {
+	var cd clusterDescription
+	if err := h.describeJSON(&cd, "cluster", "describe"); err != nil {
 		return nil, err
 	}
 	var lines []describeLine
-	for _, line := range strings.Split(out, "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
+	for _, host := range cd.Hosts {
+		d := describeLine{name: orDash(host.Name), id: int(host.ID), addr: orDash(host.Address), alive: host.Alive, epoch: "-", controller: host.Controller}
+		if host.BrokerEpoch != nil {
+			d.epoch = strconv.FormatInt(*host.BrokerEpoch, 10)
 		}
-		id, err := strconv.Atoi(f[1])
-		if err != nil {
-			return nil, fmt.Errorf("describe line %q: %w", line, err)
-		}
-		d := describeLine{name: f[0], id: id, addr: f[2], alive: f[3] == "true", epoch: f[4], controller: f[5] == "yes"}
-		if d.controller && len(f) >= 8 {
-			d.controllerEp = strings.TrimSuffix(f[7], ")")
+		if d.controller {
+			d.controllerEp = strconv.FormatInt(cd.ControllerEpoch, 10)
 		}
 		lines = append(lines, d)
 	}
@@ -126,13 +123,11 @@ func TestThreeHostCluster(t *testing.T) {
 			t.Fatalf("host %d does not list the topic: %q", h.base, out)
 		}
 	}
-	leaders := map[string]int{}
-	for _, line := range strings.Split(hosts[2].mustCLI("", "topics", "describe", "spread"), "\n")[2:] {
-		if f := strings.Fields(line); len(f) >= 2 {
-			leaders[f[1]]++
-		}
+	leaders := map[int32]int{}
+	for _, p := range hosts[2].mustDescribeTopic("spread").Partitions {
+		leaders[p.Leader]++
 	}
-	if len(leaders) != 3 || leaders["1"] != 2 || leaders["2"] != 2 || leaders["3"] != 2 {
+	if len(leaders) != 3 || leaders[1] != 2 || leaders[2] != 2 || leaders[3] != 2 {
 		t.Fatalf("partitions not spread evenly: leaders %v", leaders)
 	}
 	if lines, err := describe(hosts[0]); err != nil || len(lines) != 3 {
@@ -180,15 +175,17 @@ func TestThreeHostCluster(t *testing.T) {
 	victim.stop(syscall.SIGKILL)
 	start := time.Now()
 	var newCtrl describeLine
-	for newCtrl.name == "" || newCtrl.name == ctrl.name {
-		if time.Since(start) > time.Minute {
-			t.Fatal("no new controller within a minute")
+	poll.Until(t, time.Minute, func() error {
+		c, err := controllerOf(survivor)
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-		if c, err := controllerOf(survivor); err == nil {
-			newCtrl = c
+		if c.name == ctrl.name {
+			return fmt.Errorf("the controller is still %s", c.name)
 		}
-	}
+		newCtrl = c
+		return nil
+	})
 	elected := time.Since(start)
 	survivor.mustCLI("", "topics", "create", "after-failover", "--partitions", "2")
 	t.Logf("controller failover (SIGKILL %s): %s elected after %v; topic creation served after %v",
@@ -200,9 +197,9 @@ func TestThreeHostCluster(t *testing.T) {
 	// The dead host's partitions are offline (no replication yet), the
 	// cluster knows the host is down; the rest keep serving.
 	clustertest.WaitFor(t, 30*time.Second, func() error {
-		out := survivor.mustCLI("", "topics", "describe", "spread")
-		if n := strings.Count(out, "none (offline)"); n != 2 {
-			return fmt.Errorf("%d partitions offline, want 2:\n%s", n, out)
+		td := survivor.mustDescribeTopic("spread")
+		if n := td.count(leaderOffline); n != 2 {
+			return fmt.Errorf("%d partitions offline, want 2: %+v", n, td.Partitions)
 		}
 		return nil
 	})
@@ -219,9 +216,9 @@ func TestThreeHostCluster(t *testing.T) {
 	// It comes back with its data: every record is there again.
 	victim.start()
 	clustertest.WaitFor(t, 30*time.Second, func() error {
-		out := survivor.mustCLI("", "topics", "describe", "spread")
-		if strings.Contains(out, "offline") || strings.Contains(out, "unavailable") {
-			return fmt.Errorf("partitions still offline:\n%s", out)
+		td := survivor.mustDescribeTopic("spread")
+		if n := len(td.Partitions) - td.count(leaderAvailable); n > 0 {
+			return fmt.Errorf("%d partitions still offline or unavailable: %+v", n, td.Partitions)
 		}
 		return nil
 	})
@@ -274,12 +271,12 @@ func TestWholeClusterRestart(t *testing.T) {
 	}
 	wg.Wait()
 	clustertest.WaitFor(t, 60*time.Second, func() error {
-		out, _, err := hosts[0].cli("", "topics", "describe", "durable")
+		td, err := hosts[0].describeTopic("durable")
 		if err != nil {
 			return err
 		}
-		if strings.Contains(out, "offline") || strings.Contains(out, "unavailable") {
-			return fmt.Errorf("not all partitions are back:\n%s", out)
+		if n := len(td.Partitions) - td.count(leaderAvailable); n > 0 {
+			return fmt.Errorf("%d partitions not back: %+v", n, td.Partitions)
 		}
 		return nil
 	})

@@ -221,7 +221,10 @@ func connLimitRlimit(t *testing.T, pid int) int {
 	return 0
 }
 
-// connLimitWaitFor polls fn until it returns nil or total passes.
+// connLimitWaitFor polls fn until it returns nil or total passes. Not
+// internal/poll's Until: fn scrapes /metrics, a connection to the very
+// listeners whose counts are checked, so it polls every 200 ms, not 10 ms,
+// to keep its own connections out of what is measured.
 func connLimitWaitFor(t *testing.T, total time.Duration, fn func() error) {
 	t.Helper()
 	deadline := time.Now().Add(total)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/producer"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -186,11 +187,11 @@ func (p *consumerProc) records() []printed {
 // together own total distinct ones.
 func waitOwnership(t *testing.T, timeout time.Duration, total int, procs []*consumerProc, want ...int) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var last time.Time
+	poll.Until(t, timeout, func() error {
 		seen := map[string]bool{}
 		ok := true
-		var last time.Time
+		last = time.Time{}
 		var state []string
 		for i, p := range procs {
 			owned, ev := p.owned()
@@ -208,14 +209,12 @@ func waitOwnership(t *testing.T, timeout time.Duration, total int, procs []*cons
 				last = ev.at
 			}
 		}
-		if ok && len(seen) == total {
-			return last
+		if !ok || len(seen) != total {
+			return fmt.Errorf("the members own %v; want %v of %d partitions", state, want, total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the members own %v; want %v of %d partitions", timeout, state, want, total)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return last
 }
 
 // ackedRecord is a record the producer had acknowledged.
@@ -312,9 +311,9 @@ func (f *recordFeed) acked() map[string]ackedRecord {
 // of procs.
 func waitAllPrinted(t *testing.T, timeout time.Duration, acked map[string]ackedRecord, procs ...*consumerProc) map[string][]string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		by := printedBy(procs...)
+	var by map[string][]string
+	poll.Until(t, timeout, func() error {
+		by = printedBy(procs...)
 		missing := 0
 		var example string
 		for v := range acked {
@@ -323,14 +322,12 @@ func waitAllPrinted(t *testing.T, timeout time.Duration, acked map[string]ackedR
 				example = v
 			}
 		}
-		if missing == 0 {
-			return by
+		if missing > 0 {
+			return fmt.Errorf("%d of %d acknowledged records never printed (e.g. %s at %+v)", missing, len(acked), example, acked[example])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged records never printed (e.g. %s at %+v)", missing, len(acked), example, acked[example])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return by
 }
 
 // printedBy maps each value to the processes that printed it (a name once
@@ -420,6 +417,10 @@ func TestConsumerGroupProcessesShareKillAndRestart(t *testing.T) {
 	// id: it gets its partitions back in the same generation, without a
 	// rebalance; the others notice nothing.
 	feed.run(topic)
+	// Sleeps between the phases below stay: each lets the feed and the
+	// members run for a while, so a kill finds both committed and
+	// uncommitted work in flight; time under load is the point, not a
+	// state to wait for.
 	time.Sleep(1500 * time.Millisecond)
 	kill := func(p *consumerProc) killRecord {
 		owned, _ := p.owned()
@@ -450,7 +451,7 @@ func TestConsumerGroupProcessesShareKillAndRestart(t *testing.T) {
 
 	// 3. SIGKILL it again and leave it dead: once its session times out
 	// its partitions move to the other two.
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // under load for a while (see above)
 	kill2 := kill(c2)
 	tKill = time.Now()
 	moved := waitOwnership(t, 30*time.Second, partitions, []*consumerProc{a, b}, 6, 6)
@@ -463,7 +464,7 @@ func TestConsumerGroupProcessesShareKillAndRestart(t *testing.T) {
 	// 4. Start it again (same instance id, but its session is over): it
 	// joins as a new member and takes 4 partitions from the others, who
 	// give up only those (cooperative-sticky) and keep the rest.
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // under load for a while (see above)
 	tBack := time.Now()
 	c3 := member("c3")
 	waitOwnership(t, 30*time.Second, partitions, []*consumerProc{a, b, c3}, 4, 4, 4)
@@ -489,7 +490,7 @@ func TestConsumerGroupProcessesShareKillAndRestart(t *testing.T) {
 
 	// 5. Stop producing; every acknowledged record was printed; the
 	// duplicates are the killed members' uncommitted work only.
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // under load for a while (see above)
 	feed.halt()
 	acked := feed.acked()
 	by = waitAllPrinted(t, 60*time.Second, acked, a, b, c1, c2, c3)
@@ -578,7 +579,7 @@ func TestConsumerGroupRebalanceTimeForAFourthMember(t *testing.T) {
 		waitOwnership(t, 60*time.Second, 12, three, 4, 4, 4)
 		var fromJoin, fromStart []time.Duration
 		for i := range trials {
-			time.Sleep(time.Second) // stable for a while
+			time.Sleep(time.Second) // stable for a while: each trial starts from a settled group
 			j, s := rebalanceTrial(t, h, three, args, fmt.Sprintf("%s-fourth%d", grp, i))
 			fromJoin, fromStart = append(fromJoin, j), append(fromStart, s)
 		}

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/producer"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -201,21 +203,27 @@ func (h *hostProc) start() {
 		h.t.Fatal(err)
 	}
 	logf.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Until(h.t, 60*time.Second, func() error {
 		resp, err := http.Get("http://" + h.httpAddr() + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return withLog{fmt.Errorf("host not healthy: %w", err), h}
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("host did not become healthy; log:\n%s", h.log())
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return withLog{fmt.Errorf("host not healthy: /healthz answered %s", resp.Status), h}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
+
+// withLog is an error that prints the host's log after it, read only when
+// the error is printed (a failed wait), not at every poll.
+type withLog struct {
+	error
+	h *hostProc
+}
+
+func (e withLog) Error() string { return e.error.Error() + "; log:\n" + e.h.log() }
 
 func (h *hostProc) log() string {
 	b, err := os.ReadFile(h.logPath)
@@ -291,21 +299,63 @@ func newClient(t *testing.T, addr string, more ...string) *client.Client {
 	return c
 }
 
-// endOffsets parses `topics describe` for each partition's log end offset.
+// describeJSON runs a describe command (`topics describe`, `cluster
+// describe`, `groups describe`) through h with --output json and decodes
+// its one JSON document into v.
+func (h *hostProc) describeJSON(v any, args ...string) error {
+	out, errOut, err := h.cli("", append(append([]string(nil), args...), "--output", "json")...)
+	if err != nil {
+		return fmt.Errorf("actorlog %v: %w: %s", args, err, strings.TrimSpace(errOut))
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("actorlog %v --output json: %w in %q", args, err, out)
+	}
+	if dec.More() {
+		return fmt.Errorf("actorlog %v --output json: more than one document in %q", args, out)
+	}
+	return nil
+}
+
+// describeTopic runs `topics describe --output json` through h.
+func (h *hostProc) describeTopic(topic string) (topicDescription, error) {
+	var td topicDescription
+	err := h.describeJSON(&td, "topics", "describe", topic)
+	return td, err
+}
+
+// mustDescribeTopic is describeTopic, failing the test on an error.
+func (h *hostProc) mustDescribeTopic(topic string) topicDescription {
+	h.t.Helper()
+	td, err := h.describeTopic(topic)
+	if err != nil {
+		h.t.Fatalf("%v\nhost log:\n%s", err, h.log())
+	}
+	return td
+}
+
+// count returns how many of td's partitions have leader status status.
+func (td topicDescription) count(status string) int {
+	n := 0
+	for _, p := range td.Partitions {
+		if p.LeaderStatus == status {
+			n++
+		}
+	}
+	return n
+}
+
+// endOffsets returns each partition's log end offset from `topics
+// describe`; an unknown one fails the test.
 func (h *hostProc) endOffsets(topic string) []int64 {
 	h.t.Helper()
-	out := h.mustCLI("", "topics", "describe", topic)
 	var ends []int64
-	for _, line := range strings.Split(out, "\n")[2:] {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
+	for _, p := range h.mustDescribeTopic(topic).Partitions {
+		if p.LogEndOffset == nil {
+			h.t.Fatalf("topic %s partition %d: log end offset unknown", topic, p.Partition)
 		}
-		end, err := strconv.ParseInt(f[5], 10, 64)
-		if err != nil {
-			h.t.Fatalf("describe line %q: %v", line, err)
-		}
-		ends = append(ends, end)
+		ends = append(ends, *p.LogEndOffset)
 	}
 	return ends
 }
@@ -423,9 +473,8 @@ func TestKeyedRecordsEndToEnd(t *testing.T) {
 	if got := part.KeyPartition([]byte("foobar"), 12); got != 6 {
 		t.Fatalf("foobar -> %d, want 6", got)
 	}
-	desc := h.mustCLI("", "topics", "describe", "orders")
-	if !strings.Contains(desc, "Partitions: 4") {
-		t.Fatalf("describe: %s", desc)
+	if desc := h.mustDescribeTopic("orders"); len(desc.Partitions) != 4 {
+		t.Fatalf("describe: %+v, want 4 partitions", desc)
 	}
 	if code := h.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
@@ -467,23 +516,19 @@ func TestSIGKILLDuringAcks1Production(t *testing.T) {
 				}
 			}})
 			if i%200 == 199 {
-				time.Sleep(time.Millisecond) // keep the buffer from filling
+				time.Sleep(time.Millisecond) // pacing: keep the buffer from filling
 			}
 		}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		n := len(acked)
 		mu.Unlock()
-		if n >= 20000 {
-			break
+		if n < 20000 {
+			return fmt.Errorf("only %d of 20000 records acknowledged", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d records acknowledged in 30 s", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if code := h.stop(syscall.SIGKILL); code != -int(syscall.SIGKILL) {
 		t.Fatalf("host did not die by SIGKILL: %d", code)
 	}
@@ -657,20 +702,16 @@ func TestTopicsSurviveRestartAndDeleteRemovesData(t *testing.T) {
 	if out := h.mustCLI("", "topics", "list"); out != "gone\nkeep\n" {
 		t.Fatalf("topics after restart: %q", out)
 	}
-	if out := h.mustCLI("", "topics", "describe", "keep"); !strings.Contains(out, "retention.ms=3600000") {
-		t.Fatalf("configs after restart: %q", out)
+	if td := h.mustDescribeTopic("keep"); td.Configs["retention.ms"] != "3600000" {
+		t.Fatalf("configs after restart: %v", td.Configs)
 	}
 	h.mustCLI("", "topics", "delete", "gone")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "gone-0")); os.IsNotExist(err) {
-			break
+	poll.Until(t, 20*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join(dir, "gone-0")); !os.IsNotExist(err) {
+			return fmt.Errorf("deleted topic's log still on disk (stat: %v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("deleted topic's log still on disk")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	h.mustCLI("", "topics", "create", "gone", "--partitions", "1")
 	if ends := h.endOffsets("gone"); len(ends) != 1 || ends[0] != 0 {
 		t.Fatalf("re-created topic has old records: end offsets %v", ends)

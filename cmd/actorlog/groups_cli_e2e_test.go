@@ -177,49 +177,32 @@ func (m *rawMember) commit(generation int32, offsets map[int32]int64) messages.E
 	return resp.ErrorCode
 }
 
-// groupDescription is `groups describe` parsed: the summary line's fields
-// ("State", "Generation", ...), the member rows and, per partition of
-// events, CURRENT-OFFSET, LOG-END-OFFSET, LAG and MEMBER-ID.
-type groupDescription struct {
-	summary    map[string]string
-	members    [][]string
-	partitions map[int32][]string
-}
-
+// describeGroupCLI runs `groups describe --output json` through h.
 func describeGroupCLI(t *testing.T, h *hostProc, g string) groupDescription {
 	t.Helper()
-	out := h.mustCLI("", "groups", "describe", g)
-	d := groupDescription{summary: map[string]string{}, partitions: map[int32][]string{}}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	for _, f := range strings.Split(lines[0], "\t") {
-		k, v, _ := strings.Cut(f, ": ")
-		d.summary[k] = v
-	}
-	section := ""
-	for _, line := range lines[1:] {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-		case f[0] == "MEMBER-ID" || f[0] == "TOPIC":
-			section = f[0]
-		case section == "MEMBER-ID":
-			d.members = append(d.members, f)
-		case section == "TOPIC" && len(f) == 6:
-			p, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatalf("describe line %q: %v", line, err)
-			}
-			d.partitions[int32(p)] = f[2:]
-		}
+	var d groupDescription
+	if err := h.describeJSON(&d, "groups", "describe", g); err != nil {
+		t.Fatalf("%v\nhost log:\n%s", err, h.log())
 	}
 	return d
 }
 
-// lagsOf renders d's partitions as "committed/end/lag" by partition.
+// lags renders d's offsets as "committed/end/lag" by partition ("-" for an
+// unknown number), for a group of one topic.
 func (d groupDescription) lags() map[int32]string {
 	out := map[int32]string{}
-	for p, f := range d.partitions {
-		out[p] = strings.Join(f[:3], "/")
+	for _, o := range d.Offsets {
+		out[o.Partition] = offsetPtrText(o.CommittedOffset) + "/" + offsetPtrText(o.LogEndOffset) + "/" + offsetPtrText(o.Lag)
+	}
+	return out
+}
+
+// owners returns the member id owning each partition, for a group of one
+// topic.
+func (d groupDescription) owners() map[int32]string {
+	out := map[int32]string{}
+	for _, o := range d.Offsets {
+		out[o.Partition] = o.MemberID
 	}
 	return out
 }
@@ -261,7 +244,7 @@ func TestGroupsCommandsEndToEnd(t *testing.T) {
 	}
 	d := describeGroupCLI(t, hosts[1], g)
 	want := map[int32]string{0: "4/10/6", 1: "20/20/0", 2: "0/30/30"}
-	if d.summary["State"] != "Empty" || fmt.Sprint(d.lags()) != fmt.Sprint(want) {
+	if d.State != "Empty" || fmt.Sprint(d.lags()) != fmt.Sprint(want) {
 		t.Fatalf("describe: %+v, want Empty with committed/end/lag %v", d, want)
 	}
 
@@ -277,13 +260,15 @@ func TestGroupsCommandsEndToEnd(t *testing.T) {
 	}
 	t.Logf("groups describe with a member:\n%s", hosts[2].mustCLI("", "groups", "describe", g))
 	d = describeGroupCLI(t, hosts[2], g)
-	if d.summary["State"] != "Stable" || d.summary["Protocol"] != "consumer/range" || d.summary["Generation"] != strconv.Itoa(int(m.generation)) ||
-		len(d.members) != 1 || d.members[0][0] != m.id || d.members[0][2] != "e2e-member" || d.members[0][4] != "events-0,events-1,events-2" {
+	if d.State != "Stable" || d.ProtocolType != "consumer" || d.Protocol != "range" || d.Generation != m.generation ||
+		len(d.Members) != 1 || d.Members[0].MemberID != m.id || d.Members[0].ClientID != "e2e-member" ||
+		fmt.Sprint(d.Members[0].Assignment) != fmt.Sprint([]topicPartitions{{Topic: "events", Partitions: []int32{0, 1, 2}}}) {
 		t.Fatalf("describe with a member: %+v", d)
 	}
+	owners := d.owners()
 	for p := range int32(3) {
-		if f := d.partitions[p]; len(f) != 4 || f[3] != m.id {
-			t.Fatalf("partition %d: %v, want owned by %s", p, f, m.id)
+		if owners[p] != m.id {
+			t.Fatalf("partition %d owned by %q, want %s (offsets %+v)", p, owners[p], m.id, d.Offsets)
 		}
 	}
 	cliFails(t, h, "has members", "groups", "reset-offsets", g, "--topic", "events", "--to-earliest")
@@ -308,8 +293,8 @@ func TestGroupsCommandsEndToEnd(t *testing.T) {
 	// The member leaves: the group is Empty and its offsets can move.
 	m.leave()
 	clustertest.WaitFor(t, 30*time.Second, func() error {
-		if d := describeGroupCLI(t, h, g); d.summary["State"] != "Empty" {
-			return fmt.Errorf("state %s after the member left", d.summary["State"])
+		if d := describeGroupCLI(t, h, g); d.State != "Empty" {
+			return fmt.Errorf("state %s after the member left", d.State)
 		}
 		return nil
 	})
@@ -400,8 +385,8 @@ func TestGroupSurvivesCoordinatorHostKill(t *testing.T) {
 		t.Fatalf("coordinator after the kill: %v, %v; want another host than %s", moved, err, pid.Address)
 	}
 	after := describeGroupCLI(t, live[1], g)
-	if after.summary["State"] != "Stable" || after.summary["Generation"] != before.summary["Generation"] || after.summary["Leader"] != m.id ||
-		fmt.Sprint(after.members) != fmt.Sprint(before.members) || fmt.Sprint(after.lags()) != fmt.Sprint(map[int32]string{0: "3/0/0", 1: "4/0/0", 2: "5/0/0"}) {
+	if after.State != "Stable" || after.Generation != before.Generation || after.Leader != m.id ||
+		fmt.Sprint(after.Members) != fmt.Sprint(before.Members) || fmt.Sprint(after.lags()) != fmt.Sprint(map[int32]string{0: "3/0/0", 1: "4/0/0", 2: "5/0/0"}) {
 		t.Fatalf("after the kill:\n%+v\nbefore:\n%+v", after, before)
 	}
 	offs, err := c.FetchOffsets(context.Background(), g)

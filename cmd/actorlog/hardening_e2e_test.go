@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -799,9 +800,9 @@ func attackOffsetsTopicConfig(t *testing.T, e *hardenEnv) {
 	if out := e.h.mustCLI("", "consume", ledgerTopic, "--group", group, "--from-beginning", "--max-messages", "3", "--timeout", "20s"); strings.Count(out, "\n") != 3 {
 		t.Fatalf("group consume printed %q, want 3 records", out)
 	}
-	describe := e.h.mustCLI("", "groups", "describe", group)
-	if !strings.Contains(describe, ledgerTopic) {
-		t.Fatalf("group %s has no committed offsets: %q", group, describe)
+	describe := describeGroupCLI(t, e.h, group)
+	if !slices.ContainsFunc(describe.Offsets, func(o groupOffset) bool { return o.Topic == ledgerTopic }) {
+		t.Fatalf("group %s has no committed offsets of %s: %+v", group, ledgerTopic, describe)
 	}
 	before, rev := e.storedTopic(t, "__consumer_offsets")
 	wantCLIRefusal(t, e, "POLICY_VIOLATION", "topics", "alter", "__consumer_offsets", "--config", "retention.ms=1")
@@ -814,11 +815,11 @@ func attackOffsetsTopicConfig(t *testing.T, e *hardenEnv) {
 	if nowRev != rev || !proto.Equal(now, before) {
 		t.Fatalf("__consumer_offsets changed in etcd (revision %d → %d): %v", rev, nowRev, now.Configs)
 	}
-	if out := e.h.mustCLI("", "topics", "describe", "__consumer_offsets"); strings.Contains(out, "retention.ms=1") {
-		t.Fatalf("describe __consumer_offsets: %q", out)
+	if td := e.h.mustDescribeTopic("__consumer_offsets"); td.Configs["retention.ms"] == "1" || td.Configs["cleanup.policy"] == "delete" {
+		t.Fatalf("describe __consumer_offsets: configs %v", td.Configs)
 	}
-	if after := e.h.mustCLI("", "groups", "describe", group); after != describe {
-		t.Fatalf("group %s changed:\n%s\nwas\n%s", group, after, describe)
+	if after := describeGroupCLI(t, e.h, group); !reflect.DeepEqual(after, describe) {
+		t.Fatalf("group %s changed:\n%+v\nwas\n%+v", group, after, describe)
 	}
 }
 

@@ -152,6 +152,8 @@ func attackManyPartitions(t *testing.T, e *hardenEnv) {
 			t.Fatalf("30 s after deleting %s, the data dir still holds %d of its directories (or tombstones): %.5v",
 				topic, len(dataDirEntries(t, e, topic)), dataDirEntries(t, e, topic))
 		}
+		// Not internal/poll: every round is also a measured metadata
+		// request and produce; this paces them.
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("the %d directories of %s were gone %v after the delete; meanwhile %d checks, slowest metadata %v, slowest produce %v",

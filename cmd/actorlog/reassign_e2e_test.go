@@ -28,6 +28,7 @@ import (
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -41,60 +42,32 @@ type replicaRow struct {
 	leaderOffline, unavailable bool
 }
 
-// describeReplicas runs `topics describe` through h and parses every
-// partition line.
+// describeReplicas runs `topics describe --output json` through h and
+// returns every partition's replica columns.
 func describeReplicas(h *hostProc, topic string) ([]replicaRow, error) {
-	out, errOut, err := h.cli("", "topics", "describe", topic)
+	td, err := h.describeTopic(topic)
 	if err != nil {
-		return nil, fmt.Errorf("topics describe: %v: %s", err, errOut)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) < 2 || !strings.Contains(lines[1], "ADDING") {
-		return nil, fmt.Errorf("describe output:\n%s", out)
+		return nil, err
 	}
 	var rows []replicaRow
-	for _, line := range lines[2:] {
-		f := strings.Fields(line)
-		var r replicaRow
-		if len(f) == 9 { // "none (offline)" or "N (unavailable)"
-			r.leaderOffline, r.unavailable = f[1] == "none", f[2] == "(unavailable)"
-			f = append(f[:2], f[3:]...)
-			if r.leaderOffline {
-				f[1] = "-1"
-			}
-		}
-		if len(f) != 8 {
-			return nil, fmt.Errorf("describe line %q", line)
-		}
-		var errs [3]error
-		r.partition, errs[0] = strconv.Atoi(f[0])
-		r.leader, errs[1] = strconv.Atoi(f[1])
-		r.replicas, errs[2] = idList(f[2])
-		r.isr, _ = idList(f[3])
-		r.adding, _ = idList(f[6])
-		r.removing, _ = idList(f[7])
-		if err := errors.Join(errs[:]...); err != nil {
-			return nil, fmt.Errorf("describe line %q: %w", line, err)
-		}
-		rows = append(rows, r)
+	for _, p := range td.Partitions {
+		rows = append(rows, replicaRow{
+			partition: int(p.Partition), leader: int(p.Leader),
+			replicas: idList(p.Replicas), isr: idList(p.ISR),
+			adding: idList(p.AddingReplicas), removing: idList(p.RemovingReplicas),
+			leaderOffline: p.LeaderStatus == leaderOffline, unavailable: p.LeaderStatus == leaderUnavailable,
+		})
 	}
 	return rows, nil
 }
 
-// idList parses "1,2,3" ("-" or "": none).
-func idList(s string) ([]int, error) {
-	if s == "-" || s == "" {
-		return nil, nil
-	}
+// idList converts host ids to ints, nil for none.
+func idList(ids []int32) []int {
 	var out []int
-	for _, x := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(x)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
+	for _, id := range ids {
+		out = append(out, int(id))
 	}
-	return out, nil
+	return out
 }
 
 // hostNames maps host ids to names through `cluster describe`.
@@ -191,7 +164,7 @@ func startAckedProducer(t *testing.T, hosts []*hostProc, topic string) *ackedPro
 				}
 			}})
 			if i%100 == 99 {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // pacing: a steady load, not a flood
 			}
 		}
 	}()
@@ -463,17 +436,16 @@ func TestPreferredLeaderReturnsAutomatically(t *testing.T) {
 		return nil
 	})
 	// Two checks later it still leads where it did...
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Never(t, 5*time.Second, func() error {
 		rows, err := describeReplicas(hosts[0], topic)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if rows[0].leader != r.replicas[0] {
-			t.Fatalf("an imbalance of 1 in 11 was rebalanced: %+v", rows[0])
+			return fmt.Errorf("an imbalance of 1 in 11 was rebalanced: %+v", rows[0])
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	// ...until asked.
 	if out := hosts[1].mustCLI("", "topics", "elect-leaders", topic, "0"); !strings.Contains(out, "pref-0: the preferred replica leads now") {
 		t.Fatalf("elect-leaders: %q", out)

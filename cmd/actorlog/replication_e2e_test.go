@@ -36,23 +36,23 @@ type partitionRow struct {
 	isr               []string
 }
 
+// describePartitions runs `topics describe --output json` through h; a
+// partition whose leader is offline or unavailable is an error.
 func describePartitions(t *testing.T, h *hostProc, topic string) ([]partitionRow, error) {
-	out, _, err := h.cli("", "topics", "describe", topic)
+	td, err := h.describeTopic(topic)
 	if err != nil {
 		return nil, err
 	}
 	var rows []partitionRow
-	for _, line := range strings.Split(out, "\n")[2:] {
-		f := strings.Fields(line)
-		if len(f) < 4 {
-			continue
+	for _, p := range td.Partitions {
+		if p.LeaderStatus != leaderAvailable {
+			return nil, fmt.Errorf("partition %d: leader %d %s: no usable leader", p.Partition, p.Leader, p.LeaderStatus)
 		}
-		p, err1 := strconv.Atoi(f[0])
-		l, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil || strings.HasPrefix(f[2], "(") {
-			return nil, fmt.Errorf("describe line %q: no usable leader", line)
+		var isr []string
+		for _, id := range p.ISR {
+			isr = append(isr, strconv.Itoa(int(id)))
 		}
-		rows = append(rows, partitionRow{partition: p, leader: l, isr: strings.Split(f[3], ",")})
+		rows = append(rows, partitionRow{partition: int(p.Partition), leader: int(p.Leader), isr: isr})
 	}
 	return rows, nil
 }
@@ -125,7 +125,7 @@ func TestReplicatedTopicSurvivesLeaderKill(t *testing.T) {
 				}
 			}})
 			if i%100 == 99 {
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // pacing: a steady load, not a flood
 			}
 		}
 	}()

@@ -61,7 +61,7 @@ func (f *fakeProducer) ProduceAsync(msg *producer.Send) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the fake's delivery latency
 		msg.Callback(d)
 	}()
 }
@@ -158,6 +158,9 @@ func TestVerifiableProduceStops(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stop := make(chan os.Signal, 2)
 			go func() {
+				// Signals arrive while the command is producing, and a
+				// second one apart from the first, as from a person
+				// pressing ^C twice: timing is what is tested.
 				time.Sleep(50 * time.Millisecond)
 				for range tc.signals {
 					stop <- syscall.SIGTERM
