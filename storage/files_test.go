@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -57,23 +58,6 @@ func (f *countedFile) Close() error {
 	}
 	f.fs.open.Add(-1)
 	return f.File.Close()
-}
-
-// checkFor polls fn until it returns nil or total passes, then fails with
-// its last error.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(step)
-	}
 }
 
 // checkNoLeak fails if files are still open through fsys or one was
@@ -120,7 +104,7 @@ func TestFilesBoundedWithManySegments(t *testing.T) {
 			t.Fatalf("only %d segments; the test needs many", n)
 		}
 		// The sealed segments close once the roll's flush fsynced them.
-		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			if n := fsys.open.Load(); n > maxOpenBound(cfg) {
 				return fmt.Errorf("%d files open for %d segments, want at most %d", n, l.NumSegments(), maxOpenBound(cfg))
 			}
@@ -140,7 +124,7 @@ func TestFilesBoundedWithManySegments(t *testing.T) {
 		if pk := fsys.peak.Load(); pk > maxOpenBound(cfg)+3 {
 			t.Fatalf("reading %d segments held up to %d files open, want at most %d", l.NumSegments(), pk, maxOpenBound(cfg)+3)
 		}
-		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error { // a flush may be writing a checkpoint
+		poll.Until(t, 5*time.Second, func() error { // a flush may be writing a checkpoint
 			if got, fs := int64(l.OpenFiles()), fsys.open.Load(); got != fs {
 				return fmt.Errorf("OpenFiles says %d, the file system %d", got, fs)
 			}
@@ -193,7 +177,7 @@ func TestIdleLogClosesFilesAndReopens(t *testing.T) {
 		}
 		clock.Advance(31 * time.Second)
 		// Background flushes may still be closing sealed segments.
-		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			l.closeIdle(clock.Now())
 			if n := fsys.open.Load(); n != 0 {
 				return fmt.Errorf("%d files still open after the log was idle for %v", n, cfg.FileIdleTimeout)
@@ -225,7 +209,7 @@ func TestIdleLogClosesFilesAndReopens(t *testing.T) {
 		clock.Advance(2 * time.Minute)
 		// As above: a sweep skips a segment a background flush (flush=5ms)
 		// is fsyncing at that moment; a later sweep closes it.
-		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			l.closeIdle(clock.Now())
 			if n := fsys.open.Load(); n != 0 {
 				return fmt.Errorf("%d files open after the second idle period", n)
@@ -275,7 +259,7 @@ func TestManyIdleLogsHoldNoDescriptors(t *testing.T) {
 			}
 		}
 	}
-	checkFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+	poll.Until(t, 20*time.Second, func() error {
 		if n := countFDs(t); n > base+5 {
 			return fmt.Errorf("%d descriptors open with %d idle logs, %d before they were opened", n, logs, base)
 		}
@@ -314,7 +298,7 @@ func TestRecoveryWithClosedSealedSegments(t *testing.T) {
 		cfg := smallSegments(p, fsys)
 		l := openLog(t, t.TempDir(), cfg)
 		want := appendBatches(t, l, p.codec, 3, 60, 5, 1_000)
-		checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			if n := fsys.open.Load(); n > maxOpenBound(cfg) {
 				return fmt.Errorf("%d files open", n)
 			}
@@ -503,13 +487,23 @@ func TestConcurrentReadsWithEvictionAndIdleSweeps(t *testing.T) {
 			}
 			clock.Advance(700 * time.Millisecond)
 			l.closeIdle(clock.Now())
+			// Pacing, not waiting: sweep about once a millisecond so
+			// files close under the readers without starving them.
 			time.Sleep(time.Millisecond)
 		}
 	}()
 	for i := 0; i < 100; i++ {
 		appendBatches(t, l, record.CompressionNone, uint64(1000+i), 1, 5, 5_000)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Keep reading and sweeping after the last append, until the readers
+	// have done a good many more reads (or one failed).
+	after := reads.Load()
+	poll.Until(t, 20*time.Second, func() error {
+		if n := reads.Load() - after; n < 200 && len(errs) == 0 {
+			return fmt.Errorf("%d reads since the last append", n)
+		}
+		return nil
+	})
 	close(stop)
 	wg.Wait()
 	close(errs)

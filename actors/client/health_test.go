@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -10,17 +11,19 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/internal/poll"
 )
 
-func waitUntil(t *testing.T, cond func() bool) {
+// waitUp waits until h reports addr up.
+func waitUp(t *testing.T, h *health, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
+	poll.Until(t, 5*time.Second, func() error {
+		if !h.up(addr) {
+			return fmt.Errorf("%s still down", addr)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestHealthFollowsTerminationAndProbes(t *testing.T) {
@@ -43,7 +46,7 @@ func TestHealthFollowsTerminationAndProbes(t *testing.T) {
 	}
 	// It comes back once a background dial succeeds.
 	reachable.Store(true)
-	waitUntil(t, func() bool { return h.up("a:1") })
+	waitUp(t, h, "a:1")
 	before := dials.Load()
 	if !h.up("a:1") || dials.Load() != before {
 		t.Fatal("a known-up address was dialled again")
@@ -54,12 +57,14 @@ func TestHealthFollowsTerminationAndProbes(t *testing.T) {
 	if h.up("a:1") {
 		t.Fatal("up after its endpoint terminated")
 	}
-	time.Sleep(3 * reprobeInterval)
-	if h.up("a:1") {
-		t.Fatal("up while dials fail")
-	}
+	poll.Never(t, 3*reprobeInterval, func() error {
+		if h.up("a:1") {
+			return errors.New("up while dials fail")
+		}
+		return nil
+	})
 	reachable.Store(true)
-	waitUntil(t, func() bool { return h.up("a:1") })
+	waitUp(t, h, "a:1")
 	// Other addresses are independent.
 	reachable.Store(false)
 	if h.up("b:2") || !h.up("a:1") {

@@ -9,6 +9,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/poll"
 )
 
 // startLimitedRemote serves the Remoting service on a free loopback port
@@ -111,13 +113,12 @@ func TestRemoteConnectionLimit(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for probe(c) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot for a new connection after one closed (stats %+v)", lim.Stats()["remote"])
+	poll.Until(t, 10*time.Second, func() error {
+		if err := probe(c); err != nil {
+			return fmt.Errorf("no slot for a new connection after one closed (stats %+v): %w", lim.Stats()["remote"], err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRemoteMaxConcurrentStreams(t *testing.T) {

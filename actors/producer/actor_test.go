@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -203,6 +204,8 @@ func (h *actorHarness) produce(t *testing.T, partitions, n int) map[string][]Del
 		for k := range recs { // one a message: a SendMany has one callback
 			h.system.Root.Send(h.producer, &recs[k])
 		}
+		// Pacing, not waiting: spread the sends over time so batches of
+		// every size, and retries among them, reach the faulty leaders.
 		time.Sleep(time.Millisecond)
 	}
 	clustertest.WaitFor(t, 30*time.Second, func() error {
@@ -312,15 +315,33 @@ func TestActorResendsInflightOnNewLeaderEpoch(t *testing.T) {
 	// The first leader appends and never answers (its actor is going away).
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
+	const metadataMaxAge = 100 * time.Millisecond
 	props, err := ActorProps(ActorConfig{Cluster: h.cluster, Config: Config{RequestTimeout: 20 * time.Second, Linger: -1},
-		MetadataMaxAge: 100 * time.Millisecond, Logger: logrus.NewEntry(quiet)})
+		MetadataMaxAge: metadataMaxAge, Logger: logrus.NewEntry(quiet)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := h.system.Root.Spawn(props)
 	done := make(chan Delivered, 2)
 	h.system.Root.Send(p, &Send{Topic: "t", Partition: 0, Value: []byte("a"), Callback: func(d Delivered) { done <- d }})
-	time.Sleep(300 * time.Millisecond) // sent to the first leader, lost
+	// Sent to the first leader, appended there, its answer lost.
+	h.cluster.mu.Lock()
+	first := h.cluster.leaders[0]
+	h.cluster.mu.Unlock()
+	poll.Until(t, 5*time.Second, func() error {
+		res, err := h.system.Root.RequestFuture(first, getLog{}, time.Second).Result()
+		if err != nil {
+			return fmt.Errorf("getLog: %w", err)
+		}
+		if vs := res.([]string); len(vs) == 0 {
+			return errors.New("the first leader has not appended a yet")
+		}
+		return nil
+	})
+	// The sleep that stays: the producer refreshes metadata older than
+	// MetadataMaxAge by its own clock, which a test cannot observe, so
+	// the age is waited out for the next send to find the new leader.
+	time.Sleep(metadataMaxAge)
 	// The partition gets a new leader epoch, led by a well-behaved actor.
 	good := &fakeLeader{t: t, log: newFakeLog(), rnd: rand.New(rand.NewPCG(1, 1))}
 	h.cluster.mu.Lock()

@@ -20,23 +20,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-)
 
-// checkFor polls fn until it returns nil or total passes.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
+	"github.com/actorlog/actorlog/internal/poll"
+)
 
 func newLimiter(t *testing.T, total, perIP int) *Limiter {
 	t.Helper()
@@ -264,7 +250,13 @@ func TestListenerRetriesEMFILE(t *testing.T) {
 	f.fails.Store(1 << 20)
 	done := make(chan error, 1)
 	go func() { _, err := ln.Accept(); done <- err }()
-	time.Sleep(50 * time.Millisecond)
+	// Close once Accept has had its first ENFILE and is pausing.
+	poll.Until(t, 5*time.Second, func() error {
+		if f.fails.Load() == 1<<20 {
+			return errors.New("Accept not called yet")
+		}
+		return nil
+	})
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -340,13 +332,13 @@ func TestCredentials(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	poll.Until(t, 10*time.Second, func() error {
 		if n := l.Open(); n != 1 {
 			return errors.New("slot not given back after the client closed")
 		}
 		return nil
 	})
-	checkFor(t, 10*time.Second, 100*time.Millisecond, func() error { return check(c) })
+	poll.Until(t, 10*time.Second, func() error { return check(c) })
 }
 
 func TestCollector(t *testing.T) {
