@@ -41,20 +41,35 @@ func readOffsetCheckpoint(fsys FS, dir, name string) (offset int64, found bool, 
 		}
 		return 0, false, fmt.Errorf("read %s: %w", name, err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != 2 || lines[0] != "0" {
-		return 0, false, fmt.Errorf("%w: %s %q", ErrCorruptCheckpoint, name, raw)
-	}
-	off, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil || off < 0 {
-		return 0, false, fmt.Errorf("%w: %s %q", ErrCorruptCheckpoint, name, raw)
+	off, err := parseOffsetCheckpoint(raw)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %w", name, err)
 	}
 	return off, true, nil
 }
 
+// parseOffsetCheckpoint decodes a single-offset checkpoint file's bytes; a
+// damaged file is an error wrapping ErrCorruptCheckpoint.
+func parseOffsetCheckpoint(raw []byte) (int64, error) {
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 || lines[0] != "0" {
+		return 0, fmt.Errorf("%w: %q", ErrCorruptCheckpoint, raw)
+	}
+	off, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || off < 0 {
+		return 0, fmt.Errorf("%w: %q", ErrCorruptCheckpoint, raw)
+	}
+	return off, nil
+}
+
+// formatOffsetCheckpoint encodes offset as a single-offset checkpoint file.
+func formatOffsetCheckpoint(offset int64) []byte {
+	return []byte("0\n" + strconv.FormatInt(offset, 10) + "\n")
+}
+
 // writeOffsetCheckpoint replaces the checkpoint file name of dir atomically.
 func writeOffsetCheckpoint(fsys FS, dir, name string, offset int64) error {
-	data := []byte("0\n" + strconv.FormatInt(offset, 10) + "\n")
+	data := formatOffsetCheckpoint(offset)
 	if err := writeFileAtomic(fsys, dir, filepath.Join(dir, name), data); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}

@@ -82,13 +82,19 @@ func parseEpochCheckpoint(raw []byte) ([]EpochEntry, error) {
 	return entries, nil
 }
 
-func (c *epochCache) persist() error {
+// formatEpochCheckpoint encodes entries as a leader-epoch checkpoint file,
+// what parseEpochCheckpoint reads.
+func formatEpochCheckpoint(entries []EpochEntry) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "0\n%d\n", len(c.entries))
-	for _, e := range c.entries {
+	fmt.Fprintf(&b, "0\n%d\n", len(entries))
+	for _, e := range entries {
 		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
 	}
-	if err := writeFileAtomic(c.fsys, c.dir, filepath.Join(c.dir, epochCheckpointFile), b.Bytes()); err != nil {
+	return b.Bytes()
+}
+
+func (c *epochCache) persist() error {
+	if err := writeFileAtomic(c.fsys, c.dir, filepath.Join(c.dir, epochCheckpointFile), formatEpochCheckpoint(c.entries)); err != nil {
 		return fmt.Errorf("write leader epoch checkpoint: %w", err)
 	}
 	return nil
