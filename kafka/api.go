@@ -34,6 +34,11 @@ type api struct {
 	// refuses v0-2 so; advertising a minimum above 0 turns compression off
 	// in older librdkafka). Required exactly when the ranges differ.
 	unsupported func(r *request) kmsg.Response
+	// enabled reports whether a server with cfg serves the API (its
+	// backend is set); nil means always. A disabled API is neither
+	// advertised nor served by that server: a request for it closes the
+	// connection, as for a key not in the table.
+	enabled func(cfg *Config) bool
 }
 
 // handler serves one request. It runs on the connection's reader
@@ -83,6 +88,24 @@ func noResponse() reply { return reply{now: outcome{none: true}} }
 // local fault worth a log line, reason its kind.
 func failed(reason string, err error) reply {
 	return reply{now: outcome{reason: reason, err: err}}
+}
+
+// asyncOutcome is async for a handler whose answer may be no response
+// (acks=0 Produce) or a deliberate close: fn returns the whole outcome.
+// A panic in fn closes the connection with a log line.
+func (c *conn) asyncOutcome(r *request, fn func(ctx context.Context) outcome) reply {
+	ch := make(chan outcome, 1)
+	c.srv.wg.Add(1)
+	go func() {
+		defer c.srv.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- outcome{reason: reasonPanic, err: fmt.Errorf("%s v%d handler panicked: %v", r.api.name, r.version, p)}
+			}
+		}()
+		ch <- fn(c.ctx)
+	}()
+	return reply{later: ch}
 }
 
 // async answers with what fn returns, running fn on its own goroutine with
@@ -150,23 +173,41 @@ func register(a api) {
 	apis[a.key] = &a
 }
 
-// lookupAPI returns key's table entry, nil if it is not served.
-func lookupAPI(key int16) *api {
-	apisMu.RLock()
-	defer apisMu.RUnlock()
-	return apis[key]
+// table is the part of the API table one server serves: the registered
+// APIs enabled by its Config. It is built once by NewServer and read-only
+// afterwards, so connections read it without locking.
+type table struct {
+	byKey map[int16]*api
+	// keys is the ApiVersions answer, by key.
+	keys []kmsg.ApiVersionsResponseApiKey
 }
 
-// advertised returns the ApiVersions entries of the table, by key.
-func advertised() []kmsg.ApiVersionsResponseApiKey {
+// newTable snapshots the registered APIs that cfg enables.
+func newTable(cfg *Config) *table {
 	apisMu.RLock()
 	defer apisMu.RUnlock()
-	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
-	for _, a := range apis {
+	t := &table{byKey: make(map[int16]*api, len(apis))}
+	for key, a := range apis {
+		if a.enabled != nil && !a.enabled(cfg) {
+			continue
+		}
+		t.byKey[key] = a
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin, a.advertisedMax
-		out = append(out, k)
+		t.keys = append(t.keys, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
-	return out
+	sort.Slice(t.keys, func(i, j int) bool { return t.keys[i].ApiKey < t.keys[j].ApiKey })
+	return t
 }
+
+// lookup returns key's entry, nil if this server does not serve it.
+func (t *table) lookup(key int16) *api { return t.byKey[key] }
+
+// advertised returns the ApiVersions entries, by key. Callers must not
+// modify the slice.
+func (t *table) advertised() []kmsg.ApiVersionsResponseApiKey { return t.keys }
+
+// dataEnabled is the enabled test of the data APIs (Produce, Fetch,
+// ListOffsets, OffsetForLeaderEpoch, InitProducerId): they need
+// Config.Data.
+func dataEnabled(cfg *Config) bool { return cfg.Data != nil }

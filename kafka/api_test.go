@@ -18,24 +18,39 @@ import (
 )
 
 func TestAPITableIsConsistent(t *testing.T) {
-	keys := advertised()
-	if !slices.IsSortedFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) }) {
-		t.Errorf("advertised keys not sorted: %v", keys)
-	}
-	want := map[int16][2]int16{3: {0, 12}, 18: {0, 4}}
-	if len(keys) != len(want) {
-		t.Errorf("advertised %d keys, want %d: %v", len(keys), len(want), keys)
-	}
-	for _, k := range keys {
-		a := lookupAPI(k.ApiKey)
-		if a == nil {
-			t.Fatalf("key %d advertised but not in the table", k.ApiKey)
+	withoutData := map[int16][2]int16{3: {0, 12}, 18: {0, 4}}
+	withData := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 18: {0, 4}, 22: {0, 5}, 23: {2, 4}}
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want map[int16][2]int16
+	}{
+		"no data backend": {Config{Backend: &fakeBackend{}}, withoutData},
+		"data backend":    {Config{Backend: &fakeBackend{}, Data: newFakeData()}, withData},
+	} {
+		tbl := newTable(&tc.cfg)
+		keys := tbl.advertised()
+		if !slices.IsSortedFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) }) {
+			t.Errorf("%s: advertised keys not sorted: %v", name, keys)
 		}
-		if err := checkAPI(*a); err != nil {
-			t.Errorf("key %d: %v", k.ApiKey, err)
+		if len(keys) != len(tc.want) {
+			t.Errorf("%s: advertised %d keys, want %d: %v", name, len(keys), len(tc.want), keys)
 		}
-		if w, ok := want[k.ApiKey]; !ok || k.MinVersion != w[0] || k.MaxVersion != w[1] {
-			t.Errorf("key %d advertised %d-%d, want %v", k.ApiKey, k.MinVersion, k.MaxVersion, w)
+		for _, k := range keys {
+			a := tbl.lookup(k.ApiKey)
+			if a == nil {
+				t.Fatalf("%s: key %d advertised but not in the table", name, k.ApiKey)
+			}
+			if err := checkAPI(*a); err != nil {
+				t.Errorf("%s: key %d: %v", name, k.ApiKey, err)
+			}
+			if w, ok := tc.want[k.ApiKey]; !ok || k.MinVersion != w[0] || k.MaxVersion != w[1] {
+				t.Errorf("%s: key %d advertised %d-%d, want %v", name, k.ApiKey, k.MinVersion, k.MaxVersion, w)
+			}
+		}
+		for key := range withData {
+			if _, ok := tc.want[key]; !ok && tbl.lookup(key) != nil {
+				t.Errorf("%s: key %d served without its backend", name, key)
+			}
 		}
 	}
 }
@@ -64,26 +79,27 @@ func TestCheckAPIRefusesBadRegistrations(t *testing.T) {
 }
 
 func TestApiVersionsAnswer(t *testing.T) {
+	keys := newTable(&Config{Backend: &fakeBackend{}, Data: newFakeData()}).advertised()
 	for v := int16(0); v <= 4; v++ {
-		resp := apiVersionsResponse(apiVersionsReq(v), 4)
-		if resp.Version != v || resp.ErrorCode != 0 || !sameKeys(resp.ApiKeys, advertised()) {
+		resp := apiVersionsResponse(apiVersionsReq(v), 4, keys)
+		if resp.Version != v || resp.ErrorCode != 0 || !sameKeys(resp.ApiKeys, keys) {
 			t.Errorf("v%d: version %d error %d keys %v", v, resp.Version, resp.ErrorCode, resp.ApiKeys)
 		}
 	}
 	for _, v := range []int16{5, 99, 32767} {
-		resp := apiVersionsResponse(apiVersionsReq(v), 4)
-		if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code || !sameKeys(resp.ApiKeys, advertised()) {
+		resp := apiVersionsResponse(apiVersionsReq(v), 4, keys)
+		if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code || !sameKeys(resp.ApiKeys, keys) {
 			t.Errorf("v%d: version %d error %d keys %v, want v0 UNSUPPORTED_VERSION with the keys", v, resp.Version, resp.ErrorCode, resp.ApiKeys)
 		}
 	}
 	bad := apiVersionsReq(3)
 	bad.ClientSoftwareName = "bad name!"
-	if resp := apiVersionsResponse(bad, 4); resp.ErrorCode != kerr.InvalidRequest.Code || len(resp.ApiKeys) != 0 {
+	if resp := apiVersionsResponse(bad, 4, keys); resp.ErrorCode != kerr.InvalidRequest.Code || len(resp.ApiKeys) != 0 {
 		t.Errorf("bad software name: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 	}
 	old := apiVersionsReq(2)
 	old.ClientSoftwareName = "bad name!" // not sent before v3
-	if resp := apiVersionsResponse(old, 4); resp.ErrorCode != 0 {
+	if resp := apiVersionsResponse(old, 4, keys); resp.ErrorCode != 0 {
 		t.Errorf("v2 checked the software name: error %d", resp.ErrorCode)
 	}
 }
@@ -181,6 +197,7 @@ func rawHeader(key, version int16, corr int32, rest ...byte) []byte {
 
 func TestParseRequest(t *testing.T) {
 	body := func(req kmsg.Request) []byte { return frame(req, 5)[4:] }
+	tbl := newTable(&Config{Backend: &fakeBackend{}}) // no data backend: Produce is not served
 	for _, tc := range []struct {
 		name    string
 		frame   []byte
@@ -202,7 +219,7 @@ func TestParseRequest(t *testing.T) {
 		{"bad tags", rawHeader(3, 9, 5, 5), reasonBadHeader, 9},
 		{"bad body", rawHeader(3, 1, 5, 0, 0, 0, 9), reasonBadBody, 1},
 	} {
-		h, req, err := parseRequest(tc.frame)
+		h, req, err := parseRequest(tbl, tc.frame)
 		switch {
 		case tc.reason == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

@@ -33,25 +33,25 @@ func init() {
 	register(api{key: apiVersionsKey, servedMin: 0, servedMax: 4, advertisedMin: 0, advertisedMax: 4, handle: handleApiVersions})
 }
 
-func handleApiVersions(_ *conn, r *request) reply {
-	return respond(apiVersionsResponse(r.kreq.(*kmsg.ApiVersionsRequest), r.api.advertisedMax))
+func handleApiVersions(c *conn, r *request) reply {
+	return respond(apiVersionsResponse(r.kreq.(*kmsg.ApiVersionsRequest), r.api.advertisedMax, c.srv.table.advertised()))
 }
 
 // apiVersionsResponse answers req, maxVersion being the highest
-// ApiVersions version served.
-func apiVersionsResponse(req *kmsg.ApiVersionsRequest, maxVersion int16) *kmsg.ApiVersionsResponse {
+// ApiVersions version served and keys the server's advertised APIs.
+func apiVersionsResponse(req *kmsg.ApiVersionsRequest, maxVersion int16, keys []kmsg.ApiVersionsResponseApiKey) *kmsg.ApiVersionsResponse {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version > maxVersion {
 		resp.Version = 0
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ApiKeys = advertised()
+		resp.ApiKeys = keys
 		return resp
 	}
 	if req.Version >= 3 && (!validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	resp.ApiKeys = advertised()
+	resp.ApiKeys = keys
 	return resp
 }
 

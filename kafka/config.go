@@ -41,6 +41,10 @@ type Config struct {
 	Logger *logrus.Entry
 	// Backend answers the handlers. Required.
 	Backend Backend
+	// Data answers the data APIs (Produce, Fetch, ListOffsets,
+	// OffsetForLeaderEpoch, InitProducerId). Optional: when nil those
+	// APIs are neither advertised nor served.
+	Data DataBackend
 	// MaxRequestBytes is socket.request.max.bytes: a frame longer than
 	// this closes its connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int32

@@ -130,12 +130,12 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		h, kreq, ierr := safeParse(frame)
+		h, kreq, ierr := safeParse(c.srv.table, frame)
 		if ierr != nil {
 			c.refused(&h, ierr)
 			return
 		}
-		r := &request{header: h, kreq: kreq, api: lookupAPI(h.key)}
+		r := &request{header: h, kreq: kreq, api: c.srv.table.lookup(h.key)}
 		rep := c.dispatch(r)
 		c.queued.Add(1)
 		c.queue <- slot{req: r, reply: rep}
@@ -144,13 +144,13 @@ func (c *conn) readLoop() {
 
 // safeParse is parseRequest with a panic in a decoder turned into a bad
 // body: input must never take the host down.
-func safeParse(frame []byte) (h header, kreq kmsg.Request, ierr *inputError) {
+func safeParse(t *table, frame []byte) (h header, kreq kmsg.Request, ierr *inputError) {
 	defer func() {
 		if p := recover(); p != nil {
 			kreq, ierr = nil, refuse(reasonBadBody, "decoding a request of %d bytes panicked: %v", len(frame), p)
 		}
 	}()
-	return parseRequest(frame)
+	return parseRequest(t, frame)
 }
 
 // encodeResponse appends resp's frame to dst; a panic in an encoder (a
@@ -270,7 +270,9 @@ func (c *conn) writeLoop() {
 			o = outcome{reason: reasonHandler, err: fmt.Errorf("%s v%d handler returned %T for the response", s.req.api.name, s.req.version, o.resp)}
 		}
 		if o.err != nil {
-			c.srv.warn(o.reason, c.fields(&s.req.header), "closing Kafka connection: "+o.err.Error())
+			if c.ctx.Err() == nil { // else the connection is closing anyway
+				c.srv.warn(o.reason, c.fields(&s.req.header), "closing Kafka connection: "+o.err.Error())
+			}
 			return
 		}
 		if !o.none {

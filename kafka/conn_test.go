@@ -118,7 +118,7 @@ func TestApiVersionsAboveRangeGetsV0Fallback(t *testing.T) {
 	if corr := readResponse(t, c, resp); corr != 4242 {
 		t.Fatalf("correlation id %d", corr)
 	}
-	if resp.ErrorCode != kerr.UnsupportedVersion.Code || !sameKeys(resp.ApiKeys, advertised()) {
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || !sameKeys(resp.ApiKeys, ts.srv.table.advertised()) {
 		t.Fatalf("error %d keys %v, want UNSUPPORTED_VERSION with the key list", resp.ErrorCode, resp.ApiKeys)
 	}
 	var apiVersionsMax int16 = -1
@@ -136,7 +136,7 @@ func TestApiVersionsAboveRangeGetsV0Fallback(t *testing.T) {
 	}
 	resp = kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(apiVersionsMax)
-	if corr := readResponse(t, c, resp); corr != 4243 || resp.ErrorCode != 0 || !sameKeys(resp.ApiKeys, advertised()) {
+	if corr := readResponse(t, c, resp); corr != 4243 || resp.ErrorCode != 0 || !sameKeys(resp.ApiKeys, ts.srv.table.advertised()) {
 		t.Fatalf("retry: corr %d error %d keys %v", corr, resp.ErrorCode, resp.ApiKeys)
 	}
 }

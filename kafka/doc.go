@@ -1,27 +1,43 @@
 // Package kafka is the Kafka wire-protocol listener of a host (DESIGN §9,
 // issue 13): existing Kafka clients (kcat/librdkafka, franz-go, sarama,
 // kafka-go, the Java clients) connect to it as to a Kafka broker. It talks
-// only to its Backend, which the host implements over its local actors
-// (broker, replicas, coordinators); clients route themselves from Metadata,
-// as with Kafka. Node id = host id.
+// only to its backends, which the host implements over its local actors
+// (broker, replicas, coordinators): Backend (Metadata) and, optionally,
+// DataBackend (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch,
+// InitProducerId). Clients route themselves from Metadata, as with Kafka.
+// Node id = host id.
 //
 // # Layout
 //
 // After franz-go's kfake, one file per API, each starting with a protocol
 // summary (versions, behaviour, error codes) and registering, from its
-// init, its key, the versions it serves and advertises and its handler in
-// one table (api.go). The ApiVersions answer is built from that table and
-// every request is vetted against it, so what is advertised cannot drift
-// from what is served:
+// init, its key, the versions it serves and advertises, its handler and
+// the backend it needs in one table (api.go). Each Server snapshots the
+// part of the table its Config enables (an API whose backend is nil is
+// neither advertised nor served); its ApiVersions answer is built from
+// that snapshot and every request is vetted against it, so what is
+// advertised cannot drift from what is served:
 //
-//	api.go          the table, the handler signature and its replies
-//	apiversions.go  ApiVersions (18)
-//	metadata.go     Metadata (3), a pure function of request and Backend answer
-//	backend.go      the Backend interface and the plain structs it returns
-//	frame.go        framing and request headers around kmsg's codecs
-//	conn.go         one connection: reader, writer, ordering, limits
-//	server.go       accept loop, Close
-//	config.go       Config: limits with Kafka's names and defaults
+//	api.go                  the table, the handler signature and its replies
+//	apiversions.go          ApiVersions (18)
+//	metadata.go             Metadata (3), a pure function of request and Backend answer
+//	produce.go              Produce (0): checks, in-order appends, one answer
+//	fetch.go                Fetch (1): max_bytes across partitions, the long poll
+//	listoffsets.go          ListOffsets (2)
+//	offsetforleaderepoch.go OffsetForLeaderEpoch (23)
+//	initproducerid.go       InitProducerId (22), idempotent only
+//	fanout.go               asking the backend about many partitions at once
+//	backend.go              the Backend interface and the plain structs it returns
+//	databackend.go          the DataBackend interface (per-partition calls, the watch)
+//	frame.go                framing and request headers around kmsg's codecs
+//	conn.go                 one connection: reader, writer, ordering, limits
+//	server.go               accept loop, Close
+//	config.go               Config: backends, limits with Kafka's names and defaults
+//
+// Each handler keeps its decisions in pure functions (planProduce,
+// checkProducedBatch, planFetch, fetchResponse, planListOffsets, ...) that
+// the tests drive as tables; the handler is the shell that asks the
+// backend and writes the answer.
 //
 // Every body is decoded and encoded by franz-go's kmsg (RequestForKey,
 // SetVersion, ReadFrom, AppendTo); no codec is written by hand. Request
@@ -34,11 +50,24 @@
 // Each connection has one reader goroutine and one writer goroutine. The
 // reader decodes requests and starts each handler on itself, in request
 // order, so whatever a handler starts before returning (messages to local
-// actors) is ordered like the requests. A handler may answer later (it
-// returns c.async(...), run on its own goroutine); the writer writes the
-// responses strictly in request order, each with its correlation id, as
-// pipelining clients require. A request answered with no response (acks=0
-// Produce, later) writes nothing and keeps the order of the rest.
+// actors) is ordered like the requests: Produce starts its appends there
+// (DataBackend.Append must not block), so a connection's pipelined
+// produces reach each partition in request order. A handler may answer
+// later (it returns c.async(...), run on its own goroutine); the writer
+// writes the responses strictly in request order, each with its
+// correlation id, as pipelining clients require. An acks=0 Produce writes
+// nothing, but the writer still waits for its appends before writing the
+// next response, and closes the connection if one failed (as Kafka does).
+//
+// # The long poll
+//
+// A Fetch that finds less than min_bytes does not poll: it asks
+// DataBackend.WatchHighWatermarks to call it back once any of its
+// partitions' high watermark passes what it read (or the partition
+// changes), reads again when called, and answers when enough has arrived
+// or at max_wait. The watch lives as long as a context that ends at
+// max_wait or when the fetch is answered or its connection closes; the
+// backend forgets it then.
 //
 // # Limits and refused input (DESIGN §10)
 //
@@ -63,7 +92,7 @@
 // version outside the advertised range (except ApiVersions, answered v0
 // UNSUPPORTED_VERSION per KIP-511); a body kmsg cannot decode. A version
 // advertised but not served is answered by the API's own UNSUPPORTED_VERSION
-// response (how Produce v0-2 will be refused, as Kafka 4 does). A handler
+// response (how Produce v0-2 are refused, as Kafka 4 does). A handler
 // that panics or fails (a Backend error: a local fault) closes its
 // connection after the earlier responses are written. Each such close is
 // logged at warn with a "reason" field, at most once per reason per
@@ -74,15 +103,22 @@
 //
 // ApiVersions 0-4 and Metadata 0-12 (no topic auto-creation yet:
 // UNKNOWN_TOPIC_OR_PARTITION for unknown names; __consumer_offsets is
-// internal; no feature flags in ApiVersions). Still to come in later steps
-// of issue 13: the listener in the host (flags, registration, cluster id),
-// Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, InitProducerId, the
-// group APIs, the admin APIs and auto-creation. Transactions, KIP-848,
-// telemetry, share groups and SASL are not advertised.
+// internal; no feature flags in ApiVersions). With a DataBackend: Produce
+// advertised 0-12 and served 3-12, Fetch 4-12 (sessionless: session id 0),
+// ListOffsets 1-7, OffsetForLeaderEpoch 2-4, InitProducerId 0-5
+// (idempotent only; a transactional id, in InitProducerId or Produce, is
+// refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Still to come in
+// later steps of issue 13: the listener in the host (flags, registration,
+// cluster id, the DataBackend over the replicas), the group APIs, the
+// admin APIs and auto-creation. Transactions, KIP-848, telemetry, share
+// groups and SASL are not advertised. librdkafka 2.0 enables LZ4 only when
+// FindCoordinator is advertised, so until the group APIs land it sends
+// lz4-configured batches uncompressed.
 //
 // # Threading
 //
 // A Server is safe for concurrent use; Serve may run on several listeners.
-// Backend methods are called concurrently from many connections and must
-// return once their context is done.
+// Backend and DataBackend methods are called concurrently from many
+// connections and must return once their context is done;
+// DataBackend.Append and WatchHighWatermarks must not block at all.
 package kafka

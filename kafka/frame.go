@@ -103,14 +103,14 @@ type header struct {
 }
 
 // parseRequest parses one frame (without its length) into its header and
-// its decoded request. A frame that cannot be served is an *inputError;
+// its decoded request, vetted against the server's table t. A frame that cannot be served is an *inputError;
 // the header is returned as far as it was read, for the log line. Versions
 // are vetted against the API table before the body is decoded: a key not in
 // the table, or a version outside what the table advertises, closes the
 // connection as Kafka does ("not enabled"), except ApiVersions above its
 // range, whose body is not decoded (KIP-511: the handler answers v0 with
 // UNSUPPORTED_VERSION).
-func parseRequest(frame []byte) (header, kmsg.Request, *inputError) {
+func parseRequest(t *table, frame []byte) (header, kmsg.Request, *inputError) {
 	var h header
 	r := kbin.Reader{Src: frame}
 	h.key = r.Int16()
@@ -120,7 +120,7 @@ func parseRequest(frame []byte) (header, kmsg.Request, *inputError) {
 	if !r.Ok() {
 		return h, nil, refuse(reasonBadHeader, "request header of %d bytes does not parse", len(frame))
 	}
-	a := lookupAPI(h.key)
+	a := t.lookup(h.key)
 	if a == nil {
 		return h, nil, refuse(reasonUnknownKey, "api key %d (%s) is not served", h.key, kmsg.NameForKey(h.key))
 	}

@@ -1,5 +1,6 @@
 // fuzz_test.go: arbitrary bytes on one connection never panic the server
-// (nor a handler), and a fresh connection is served afterwards.
+// (nor a handler, the data APIs' over the fake included), and a fresh
+// connection is served afterwards.
 
 package kafka
 
@@ -8,12 +9,15 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/actorlog/actorlog/storage/record"
 )
 
 // pipeConn serves one end of a net.Pipe on srv and returns the other.
@@ -43,6 +47,16 @@ func FuzzServeFrame(f *testing.F) {
 		{0, 0, 0, 20, 0, 18},
 		[]byte("GET / HTTP/1.1\r\n\r\n"),
 	}
+	batch := testBatch(f, 3, record.CompressionNone)
+	seeds = append(seeds,
+		frame(produceReq(9, -1, "orders", map[int32][]byte{0: batch, 1: batch}), 12),
+		frame(produceReq(3, 1, "orders", map[int32][]byte{0: testBatch(f, 1, record.CompressionGzip)}), 13),
+		frame(produceReq(12, 0, "orders", map[int32][]byte{2: batch}), 14),
+		frame(produceReq(2, 1, "orders", map[int32][]byte{0: batch}), 15),
+		frame(fetchReq(12, "orders", []int64{0, 0, 0}, 0, 1, 1<<20, 1<<20), 16),
+		frame(fetchReq(4, "orders", []int64{0, 5}, 10, 1, 100, 10), 17),
+		append(frame(produceReq(9, 1, "orders", map[int32][]byte{0: batch}), 18), frame(fetchReq(11, "orders", []int64{0}, 0, 1, 1<<20, 1<<20), 19)...),
+	)
 	byID := metadataReq(12)
 	byID.Topics = []kmsg.MetadataRequestTopic{kmsg.NewMetadataRequestTopic(), {TopicID: testTopicID(1)}}
 	seeds = append(seeds, frame(byID, 11))
@@ -52,7 +66,9 @@ func FuzzServeFrame(f *testing.F) {
 
 	logger, hook := logtest.NewNullLogger()
 	b := &fakeBackend{md: sampleCluster("127.0.0.1:9092")}
-	srv, err := NewServer(Config{Logger: logrus.NewEntry(logger), Backend: b, MaxRequestBytes: 1 << 20, IdleTimeout: 5 * time.Second, MaxInFlight: 4})
+	data := newFakeData()
+	data.addTopic("orders", 3, 1)
+	srv, err := NewServer(Config{Logger: logrus.NewEntry(logger), Backend: b, Data: data, MaxRequestBytes: 1 << 20, IdleTimeout: 5 * time.Second, MaxInFlight: 4})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -69,8 +85,13 @@ func FuzzServeFrame(f *testing.F) {
 			defer close(drained)
 			_, _ = io.Copy(io.Discard, c) // responses; ends when the server closes
 		}()
-		// The server may close early (bad input); a failed write is fine.
-		if _, err := c.Write(data); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		// The server may close early (bad input), or stop reading while
+		// requests are in flight (a fetch may long-poll): a failed or
+		// timed-out write is fine.
+		if err := c.SetWriteDeadline(time.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(data); err != nil && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("write: %v", err)
 		}
 		if err := c.Close(); err != nil {

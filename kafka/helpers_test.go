@@ -282,15 +282,22 @@ func (ts *testServer) expectServed(t testing.TB) {
 	}
 }
 
-// withTestAPI registers a (a key the package does not serve) for the
-// test's duration.
+// withTestAPI puts a in the table for the test's duration, in place of
+// what the package registers under its key (restored at cleanup).
 func withTestAPI(t testing.TB, a api) {
 	t.Helper()
+	apisMu.Lock()
+	old := apis[a.key]
+	delete(apis, a.key)
+	apisMu.Unlock()
 	register(a)
 	t.Cleanup(func() {
 		apisMu.Lock()
 		defer apisMu.Unlock()
 		delete(apis, a.key)
+		if old != nil {
+			apis[a.key] = old
+		}
 	})
 }
 

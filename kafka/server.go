@@ -27,6 +27,7 @@ var ErrServerClosed = errors.New("kafka: server closed")
 // once.
 type Server struct {
 	cfg     Config
+	table   *table // the APIs cfg enables, fixed at NewServer
 	log     *logrus.Entry
 	limiter netlimit.LogLimiter
 
@@ -54,6 +55,7 @@ func NewServer(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
+		table:     newTable(&cfg),
 		log:       cfg.Logger.WithField("component", "kafka"),
 		ctx:       ctx,
 		cancel:    cancel,
