@@ -27,6 +27,9 @@ type contractStore struct {
 	register func(t *testing.T, info *messages.HostInfo) (epoch int64, expire func())
 	// compact compacts the history up to rev.
 	compact func(t *testing.T, rev int64)
+	// tryRegister registers a host and returns the error, if any (a
+	// registration made is closed at cleanup).
+	tryRegister func(t *testing.T, info *messages.HostInfo) error
 }
 
 // contractStores are the implementations every contract case runs on.
@@ -61,6 +64,17 @@ var contractStores = []struct {
 					t.Fatalf("compact: %v", err)
 				}
 			},
+			tryRegister: func(t *testing.T, info *messages.HostInfo) error {
+				reg, err := s.Register(testCtx(t, 10*time.Second), info, 10*time.Second)
+				if err == nil {
+					t.Cleanup(func() {
+						if err := reg.Close(); err != nil {
+							t.Errorf("close registration: %v", err)
+						}
+					})
+				}
+				return err
+			},
 		}
 	}},
 	{"memory", func(t *testing.T) contractStore {
@@ -76,6 +90,10 @@ var contractStores = []struct {
 				return epoch, func() { m.ExpireHost(info.GetHostId()) }
 			},
 			compact: func(_ *testing.T, rev int64) { m.Compact(rev) },
+			tryRegister: func(_ *testing.T, info *messages.HostInfo) error {
+				_, err := m.RegisterHost(info)
+				return err
+			},
 		}
 	}},
 }
@@ -92,6 +110,8 @@ var contractCases = []struct {
 	{"topic watch", contractWatchTopics},
 	{"hosts, snapshot and host watch", contractHosts},
 	{"producer ids", contractProducerIDs},
+	{"cluster id", contractClusterID},
+	{"host addresses are validated", contractHostAddresses},
 }
 
 func TestMetadataStoreContract(t *testing.T) {
@@ -431,5 +451,58 @@ func contractProducerIDs(t *testing.T, s contractStore) {
 	}
 	if _, err := s.AllocateProducerIDs(ctx, 0); err == nil {
 		t.Fatal("allocated 0 producer ids")
+	}
+}
+
+func contractClusterID(t *testing.T, s contractStore) {
+	ctx := testCtx(t, 20*time.Second)
+	// Concurrent first callers agree on one id.
+	ids := make(chan string, 4)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			id, err := s.ClusterID(ctx)
+			ids <- id
+			errs <- err
+		}()
+	}
+	var first string
+	for i := range 4 {
+		id, err := recv(t, ids, 10*time.Second), recv(t, errs, 10*time.Second)
+		if err != nil {
+			t.Fatalf("cluster id: %v", err)
+		}
+		if i == 0 {
+			first = id
+		} else if id != first {
+			t.Fatalf("concurrent callers got cluster ids %q and %q", first, id)
+		}
+	}
+	if err := cluster.ValidateClusterID(first); err != nil {
+		t.Fatalf("cluster id %q: %v", first, err)
+	}
+	if again, err := s.ClusterID(ctx); err != nil || again != first {
+		t.Fatalf("cluster id again = %q, %v; want %q", again, err, first)
+	}
+}
+
+func contractHostAddresses(t *testing.T, s contractStore) {
+	ctx := testCtx(t, 20*time.Second)
+	for _, bad := range []*messages.HostInfo{
+		{HostId: 1, AdvertisedAddress: "no-port"},
+		{HostId: 1, AdvertisedAddress: "h:1", HttpAddress: "h:99999"},
+		{HostId: 1, AdvertisedAddress: "h:1", KafkaAddress: ":9092"},
+		{HostId: 1, AdvertisedAddress: "h:1", KafkaAddress: "0.0.0.0:9092"},
+		{HostId: 1, AdvertisedAddress: "h:1", KafkaAddress: "h:0"},
+	} {
+		wantErr(t, s.tryRegister(t, bad), cluster.ErrInvalidHostAddress)
+	}
+	good := &messages.HostInfo{HostId: 2, AdvertisedAddress: "h:2", HttpAddress: "off", KafkaAddress: "[::1]:9092"}
+	if err := s.tryRegister(t, good); err != nil {
+		t.Fatalf("register %v: %v", good, err)
+	}
+	hosts, err := s.ListHosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].GetKafkaAddress() != "[::1]:9092" {
+		t.Fatalf("hosts = %v, %v; want host 2 with its Kafka address", hosts, err)
 	}
 }

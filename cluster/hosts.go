@@ -12,6 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +26,60 @@ import (
 
 	"github.com/actorlog/actorlog/messages"
 )
+
+// ErrInvalidHostAddress: an address field of a host registration is not
+// HOST:PORT (Register refuses it; read back from the store, the
+// registration is treated as absent and logged, as any bad record is).
+var ErrInvalidHostAddress = errors.New("cluster: invalid host address")
+
+// ValidateHostInfo checks the address fields of a host registration, on
+// the way into the store and on the way out (a record written straight
+// into etcd is held to the same rule). Each may be empty (not set);
+// otherwise it is HOST:PORT with a non-empty host and a port in 1-65535.
+// http_address may also be "off" (the host serves no HTTP endpoint).
+// kafka_address, which Kafka clients are handed to connect to, may not
+// name the unspecified address (0.0.0.0, ::). The error wraps
+// ErrInvalidHostAddress. Pure; safe for concurrent use.
+func ValidateHostInfo(h *messages.HostInfo) error {
+	if err := validateHostPort(h.GetAdvertisedAddress()); err != nil {
+		return fmt.Errorf("%w: host %d: advertised_address: %w", ErrInvalidHostAddress, h.GetHostId(), err)
+	}
+	if a := h.GetHttpAddress(); a != "off" {
+		if err := validateHostPort(a); err != nil {
+			return fmt.Errorf("%w: host %d: http_address: %w", ErrInvalidHostAddress, h.GetHostId(), err)
+		}
+	}
+	ka := h.GetKafkaAddress()
+	if err := validateHostPort(ka); err != nil {
+		return fmt.Errorf("%w: host %d: kafka_address: %w", ErrInvalidHostAddress, h.GetHostId(), err)
+	}
+	if ka != "" {
+		host, _, _ := net.SplitHostPort(ka)
+		if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+			return fmt.Errorf("%w: host %d: kafka_address %q: clients cannot connect to the unspecified address", ErrInvalidHostAddress, h.GetHostId(), ka)
+		}
+	}
+	return nil
+}
+
+// validateHostPort checks that a is empty or HOST:PORT with a port in
+// 1-65535 and a host without spaces or control characters.
+func validateHostPort(a string) error {
+	if a == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q: %w", a, err)
+	}
+	if host == "" || strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("%q: want a host name or address before the port", a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: want a port in 1-65535", a)
+	}
+	return nil
+}
 
 // Registration is a live host registration. Its methods are safe for
 // concurrent use.
@@ -47,13 +105,17 @@ type Registration struct {
 //
 // Errors wrap ErrHostRegistered (another registration holds the id: a
 // duplicate host id, or this host's previous registration has not expired
-// yet, at another address), or an etcd error. A live registration at the
+// yet, at another address), ErrInvalidHostAddress (ValidateHostInfo), or an
+// etcd error. A live registration at the
 // same advertised address is taken over (see below). The caller must Close the Registration.
 func (s *Store) Register(ctx context.Context, info *messages.HostInfo, ttl time.Duration) (*Registration, error) {
 	if info.GetHostId() < 1 {
 		return nil, fmt.Errorf("cluster: register host: host id %d, want >= 1", info.GetHostId())
 	}
 	id := info.GetHostId()
+	if err := ValidateHostInfo(info); err != nil {
+		return nil, fmt.Errorf("cluster: register host %d: %w", id, err)
+	}
 	secs, err := ttlSeconds(ttl)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: register host %d: %w", id, err)

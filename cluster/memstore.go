@@ -59,6 +59,7 @@ type MemStore struct {
 	nextLease  int64
 	names      map[int32]string
 	producerID int64         // the next producer id not handed out
+	clusterID  string        // "" until ClusterID creates it
 	history    []memEvent    // topic and host changes, by revision
 	compacted  int64         // history at or below it is gone
 	changed    chan struct{} // closed (and replaced) on every change
@@ -371,6 +372,22 @@ func (m *MemStore) AllocateProducerIDs(ctx context.Context, n int64) (int64, err
 	return first, nil
 }
 
+// ClusterID implements MetadataStore: the id is created on the first
+// call (bumping the revision, as etcd's put would) and returned as it is
+// by every later one.
+func (m *MemStore) ClusterID(ctx context.Context) (string, error) {
+	if err := m.enter(ctx, "ClusterID"); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.clusterID == "" {
+		m.clusterID = NewClusterID()
+		m.bump()
+	}
+	return m.clusterID, nil
+}
+
 // grant starts a lease and returns its id. Called with mu held.
 func (m *MemStore) grant() int64 {
 	id := m.nextLease
@@ -408,7 +425,8 @@ func (m *MemStore) revoke(lease int64) bool {
 
 // RegisterHost registers a host under a new lease, as Store.Register
 // does: it sets info.BrokerEpoch to the lease id and stores a copy under
-// the host id, unless another live registration holds that id
+// the host id, unless its addresses are invalid (ValidateHostInfo,
+// ErrInvalidHostAddress) or another live registration holds that id
 // (ErrHostRegistered); one at the same advertised address is a crashed
 // incarnation's and is replaced. The lease lives until ExpireHost or
 // RevokeHostLease. It returns the broker epoch.
@@ -416,6 +434,9 @@ func (m *MemStore) RegisterHost(info *messages.HostInfo) (int64, error) {
 	id := info.GetHostId()
 	if id < 1 {
 		return 0, fmt.Errorf("cluster: register host: host id %d, want >= 1", id)
+	}
+	if err := ValidateHostInfo(info); err != nil {
+		return 0, fmt.Errorf("cluster: register host %d: %w", id, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

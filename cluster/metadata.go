@@ -12,7 +12,8 @@
 // returned as a topic. Lists leave it out and report it in
 // Snapshot.Rejected, watches report it as a TopicEvent with Rejected set,
 // GetTopic fails with ErrCorruptMetadata; the Store logs it once, at error
-// level, with its key. A bad host registration is treated as absent.
+// level, with its key. A bad host registration (one that does not decode,
+// match its key or pass ValidateHostInfo) is treated as absent.
 
 package cluster
 
@@ -385,7 +386,9 @@ func (s *Store) reject(kv *mvccpb.KeyValue, err error) RejectedTopic {
 	return RejectedTopic{Key: string(kv.Key), Name: name, ModRevision: kv.ModRevision, Err: err}
 }
 
-// decodeHost decodes a host registration and checks it matches its key.
+// decodeHost decodes a host registration and checks it matches its key
+// and holds valid addresses (ValidateHostInfo). Errors wrap
+// ErrCorruptMetadata.
 func (s *Store) decodeHost(kv *mvccpb.KeyValue) (*messages.HostInfo, error) {
 	id, err := s.keys.hostIDFromKey(string(kv.Key))
 	if err != nil {
@@ -397,6 +400,9 @@ func (s *Store) decodeHost(kv *mvccpb.KeyValue) (*messages.HostInfo, error) {
 	}
 	if h.GetHostId() != id {
 		return nil, fmt.Errorf("%w: key %q holds host %d", ErrCorruptMetadata, kv.Key, h.GetHostId())
+	}
+	if err := ValidateHostInfo(h); err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrCorruptMetadata, kv.Key, err)
 	}
 	return h, nil
 }

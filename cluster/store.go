@@ -16,8 +16,8 @@ import (
 
 // MetadataStore is the cluster metadata as the broker and controller
 // actors use it: topic reads and the controller's fenced writes, host
-// registrations, watches of both from a revision, the controller election
-// and the producer id counter. Store (etcd) and MemStore (in memory)
+// registrations, watches of both from a revision, the controller election,
+// the producer id counter and the cluster id. Store (etcd) and MemStore (in memory)
 // implement it; implementations are safe for concurrent use.
 //
 // Semantics every implementation keeps (cluster tests check both against
@@ -80,6 +80,13 @@ type MetadataStore interface {
 	// EvictCandidate ends the session behind an election key (a crashed
 	// incarnation's); a key already gone is no error.
 	EvictCandidate(ctx context.Context, key string) error
+
+	// ClusterID returns the cluster id (Kafka's cluster.id), generating
+	// and storing it on the first call: create-if-absent, so concurrent
+	// callers agree, and it never changes afterwards. A stored value that
+	// is not 22 characters of base64url (16 bytes) is an error wrapping
+	// ErrCorruptMetadata.
+	ClusterID(ctx context.Context) (string, error)
 }
 
 // ProducerIDSource is the producer id counter ProducerIDAllocator takes

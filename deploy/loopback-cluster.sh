@@ -7,6 +7,8 @@
 #
 # Clients bootstrap from any host:
 #   actorlog --bootstrap 127.0.0.1:9100,127.0.0.1:9200,127.0.0.1:9300 cluster describe
+# Kafka clients too (each host's Kafka listener is on port 9<i>92):
+#   kcat -b 127.0.0.1:9192,127.0.0.1:9292,127.0.0.1:9392 -L
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,6 +24,7 @@ start)
 	for i in 1 2 3; do
 		"${bin}" host --name "host${i}" --data-dir "${root}/host-${i}" \
 			--listen "127.0.0.1:9${i}00" --http "127.0.0.1:9${i}80" \
+			--kafka-listen "127.0.0.1:9${i}92" \
 			--etcd-peer "127.0.0.1:9${i}01" --etcd-client "127.0.0.1:9${i}02" \
 			--initial-cluster "${ic}" >"${root}/host-${i}.log" 2>&1 &
 		echo "$!" >"${root}/host-${i}.pid"

@@ -1,8 +1,8 @@
 // Package host boots one actorlog host: the actor system, the protoactor
 // remote endpoint clients and other hosts talk to, the embedded etcd member
 // that holds the metadata (DESIGN §5), the host's registration under an etcd
-// lease, the controller and broker actors, and the HTTP endpoint with
-// /healthz and Prometheus /metrics.
+// lease, the controller and broker actors, the HTTP endpoint with /healthz
+// and Prometheus /metrics, and the Kafka listener (kafka.go, DESIGN §9).
 package host
 
 import (
@@ -37,6 +37,7 @@ import (
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -58,6 +59,23 @@ type Config struct {
 	// HTTP is the /healthz and /metrics endpoint (default 127.0.0.1:7080;
 	// "off" disables it).
 	HTTP string
+	// KafkaListen is the Kafka wire-protocol listener, what Kafka clients
+	// (kcat, librdkafka, franz-go, ...) bootstrap to. "" takes
+	// DefaultKafkaListen (127.0.0.1:9092) if it is free: when another
+	// process holds it (a second host on this machine), the host logs a
+	// warning and runs without a Kafka listener. KafkaOff ("off") runs
+	// none. Any other address must be bound, or Start fails; port 0 takes
+	// a free port (advertised as bound).
+	KafkaListen string
+	// KafkaAdvertise is the address Kafka clients are told to reach this
+	// host at (its broker entry in Kafka Metadata; kept in its
+	// registration). Default KafkaListen; when KafkaListen is on every
+	// interface (0.0.0.0, [::]), Advertise's host with KafkaListen's port,
+	// and an error if Advertise names every interface too.
+	KafkaAdvertise string
+	// kafkaDefault: KafkaListen was not given (withDefaults set it), so a
+	// busy address is not an error.
+	kafkaDefault bool
 	// PProf serves Go's profiles under /debug/pprof/ on the HTTP endpoint.
 	// Off by default: a CPU profile costs the host while it runs, and
 	// anyone who can reach the port could ask for one.
@@ -102,7 +120,7 @@ type Config struct {
 	// may ask for (Kafka's group.min.session.timeout.ms; 0: 6 s).
 	GroupMinSessionTimeout time.Duration
 	// MaxConnections bounds the connections the host holds open over all
-	// its listeners: the remote, HTTP, and the embedded etcd's client and
+	// its listeners: the remote, HTTP, Kafka, and the embedded etcd's client and
 	// peer ports, each of whose connections counts three (Kafka's
 	// max.connections; 0: netlimit.HostMaxConnections(), half the
 	// descriptors kept out of the partition capacity). Connections over
@@ -201,6 +219,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Advertise == "" {
 		c.Advertise = c.Listen
+	}
+	if err := c.kafkaDefaults(); err != nil { // kafka.go
+		return c, err
 	}
 	if len(c.EtcdEndpoints) > 0 {
 		if c.EtcdPeer != "" || c.EtcdClient != "" || c.EtcdInitialCluster != "" {
@@ -303,9 +324,16 @@ type Host struct {
 	metrics         *Metrics
 	conns           *netlimit.Limiter // limits the connections of every listener
 	http            *http.Server
-	broker          *actor.PID
-	stopOnce        sync.Once
-	stopErr         error
+	// kafkaLn is the bound Kafka listener (nil: none), served by kafka
+	// once the broker runs; kafkaAddr is its advertised address and
+	// clusterID the cluster id it reports (kafka.go).
+	kafkaLn   net.Listener
+	kafka     *kafka.Server
+	kafkaAddr string
+	clusterID string
+	broker    *actor.PID
+	stopOnce  sync.Once
+	stopErr   error
 
 	// fencing is set when the lease is lost, before anything is stopped.
 	fencing atomic.Bool
@@ -364,6 +392,12 @@ func (h *Host) start(ctx context.Context) error {
 	h.conns, err = netlimit.New(netlimit.Limits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP}, h.logger)
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
+	}
+	// Bound before the host registers: the registration carries its
+	// address, and an explicit address that cannot be bound fails the
+	// start before anything else is claimed.
+	if err := h.listenKafka(); err != nil {
+		return err
 	}
 	if reserved := netlimit.HostMaxConnections(); cfg.MaxConnections > reserved {
 		h.logger.WithFields(logrus.Fields{"max_connections": cfg.MaxConnections, "reserved_for_connections": reserved}).
@@ -449,8 +483,21 @@ func (h *Host) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: spawn broker: %w", err)
 	}
+	if h.kafkaLn != nil {
+		if err := h.loadClusterID(ctx); err != nil {
+			return err
+		}
+		if err := h.startKafka(); err != nil {
+			return err
+		}
+	}
 	go h.watchLease(h.reg)
-	h.logger.WithFields(logrus.Fields{"host_id": h.hostID.Load(), "broker_epoch": h.reg.Epoch(), "listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
+	kafkaAt := "none"
+	if h.kafkaLn != nil {
+		kafkaAt = h.kafkaLn.Addr().String()
+	}
+	h.logger.WithFields(logrus.Fields{"host_id": h.hostID.Load(), "broker_epoch": h.reg.Epoch(), "listen": cfg.Listen, "advertise": cfg.Advertise, "http": cfg.HTTP,
+		"kafka_listen": kafkaAt, "kafka_advertise": h.kafkaAddr, "cluster_id": h.clusterID, "data_dir": cfg.DataDir, "member_id": h.system.ID}).Info("host started")
 	return nil
 }
 
@@ -557,7 +604,7 @@ func (h *Host) register(ctx context.Context, memberID string, want int32) error 
 		}
 		h.metaID = id
 	}
-	info := &messages.HostInfo{HostId: id, Name: cfg.Name, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP, MemberId: memberID}
+	info := &messages.HostInfo{HostId: id, Name: cfg.Name, AdvertisedAddress: cfg.Advertise, HttpAddress: cfg.HTTP, KafkaAddress: h.kafkaAddr, MemberId: memberID}
 	reg, err := h.store.Register(rctx, info, cfg.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("host: register: %w", err)
@@ -682,6 +729,18 @@ func (h *Host) Shutdown(ctx context.Context) error {
 func (h *Host) shutdown(ctx context.Context) error {
 	h.stopping.Store(true)
 	var errs []error
+	// Kafka clients first: they reconnect to the other hosts.
+	if h.kafka != nil {
+		if err := h.kafka.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kafka listener: %w", err))
+		}
+	}
+	if h.kafkaLn != nil {
+		// Closed by the server's Close once it serves it; not before.
+		if err := h.kafkaLn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("kafka listener: %w", err))
+		}
+	}
 	if h.http != nil {
 		if err := h.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))

@@ -48,7 +48,11 @@ type HostInfo struct {
 	MemberId string `protobuf:"bytes,6,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	// The host's name (--name), unique in the cluster; host_id is the id
 	// the cluster assigned to it.
-	Name          string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	// Address (host:port) Kafka clients reach the host's Kafka listener at
+	// (--kafka-advertise); empty when the host runs without one. Listed in
+	// Kafka Metadata answers as the broker of node id host_id.
+	KafkaAddress  string `protobuf:"bytes,8,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -128,6 +132,13 @@ func (x *HostInfo) GetMemberId() string {
 func (x *HostInfo) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *HostInfo) GetKafkaAddress() string {
+	if x != nil {
+		return x.KafkaAddress
 	}
 	return ""
 }
@@ -347,7 +358,7 @@ var File_messages_metadata_proto protoreflect.FileDescriptor
 
 const file_messages_metadata_proto_rawDesc = "" +
 	"\n" +
-	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\xdd\x01\n" +
+	"\x17messages/metadata.proto\x12\x11actorlog.messages\"\x82\x02\n" +
 	"\bHostInfo\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\x05R\x06hostId\x12-\n" +
 	"\x12advertised_address\x18\x02 \x01(\tR\x11advertisedAddress\x12!\n" +
@@ -355,7 +366,8 @@ const file_messages_metadata_proto_rawDesc = "" +
 	"\fbroker_epoch\x18\x04 \x01(\x03R\vbrokerEpoch\x12\x12\n" +
 	"\x04rack\x18\x05 \x01(\tR\x04rack\x12\x1b\n" +
 	"\tmember_id\x18\x06 \x01(\tR\bmemberId\x12\x12\n" +
-	"\x04name\x18\a \x01(\tR\x04name\"\x96\x02\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12#\n" +
+	"\rkafka_address\x18\b \x01(\tR\fkafkaAddress\"\x96\x02\n" +
 	"\x0ePartitionState\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\x05R\breplicas\x12\x16\n" +

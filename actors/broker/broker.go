@@ -308,6 +308,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.onDrain(ctx)
 	case *messages.MetadataRequest:
 		ctx.Respond(b.metadata(msg))
+	case *KafkaMetadataRequest:
+		ctx.Respond(b.kafkaMetadata(msg))
 	case *messages.DescribeClusterRequest:
 		b.describeCluster(ctx, msg)
 	case *messages.InitProducerIdRequest:

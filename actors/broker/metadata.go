@@ -10,6 +10,11 @@
 // invalid name), LEADER_NOT_AVAILABLE per partition (no leader, or its
 // host is not registered).
 //
+// KafkaMetadataRequest (local only): a copy of the cache as the host's
+// Kafka listener needs it — topic ids and deletion marks, which Metadata
+// does not carry, and every live host's registration with its Kafka
+// address. No error codes: unknown names are simply absent.
+//
 // DescribeCluster: the live hosts, the registered names of the others
 // (down), and the controller. Error code: REQUEST_TIMED_OUT (etcd did not
 // answer within AdminTimeout).
@@ -78,6 +83,57 @@ func (b *Broker) metadata(req *messages.MetadataRequest) *messages.MetadataRespo
 		}
 		resp.Topics = append(resp.Topics, tr)
 	}
+	return resp
+}
+
+// KafkaMetadataRequest asks the broker for a copy of its metadata cache,
+// for the host's Kafka listener (host/kafka.go). It is a Go value, not a
+// proto message: it is sent only by actors of this process and cannot
+// arrive over the actor remote. Answered with *KafkaMetadata.
+type KafkaMetadataRequest struct {
+	// AllTopics asks for every topic; otherwise only those of Topics
+	// (none: the hosts alone).
+	AllTopics bool
+	// Topics names the topics wanted when AllTopics is false.
+	Topics []string
+}
+
+// KafkaMetadata answers KafkaMetadataRequest. Its messages are copies:
+// the receiver owns them.
+type KafkaMetadata struct {
+	// Synced is false until the broker has read the metadata store once
+	// (its cache is empty until then, which says nothing about the
+	// cluster).
+	Synced bool
+	// Hosts are the live host registrations, by host id.
+	Hosts []*messages.HostInfo
+	// Topics are the topics asked for that the cache holds (those being
+	// deleted included, with Deleting set), by name.
+	Topics []*messages.TopicMetadata
+}
+
+// kafkaMetadata answers a KafkaMetadataRequest from the cache.
+func (b *Broker) kafkaMetadata(req *KafkaMetadataRequest) *KafkaMetadata {
+	resp := &KafkaMetadata{Synced: b.synced, Hosts: make([]*messages.HostInfo, 0, len(b.hosts))}
+	for _, h := range b.hosts {
+		resp.Hosts = append(resp.Hosts, proto.Clone(h).(*messages.HostInfo))
+	}
+	sort.Slice(resp.Hosts, func(i, j int) bool { return resp.Hosts[i].HostId < resp.Hosts[j].HostId })
+	names := req.Topics
+	if req.AllTopics {
+		names = make([]string, 0, len(b.topics))
+		for name := range b.topics {
+			names = append(names, name)
+		}
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if t, ok := b.topics[name]; ok && !seen[name] {
+			seen[name] = true
+			resp.Topics = append(resp.Topics, proto.Clone(t).(*messages.TopicMetadata))
+		}
+	}
+	sort.Slice(resp.Topics, func(i, j int) bool { return resp.Topics[i].Name < resp.Topics[j].Name })
 	return resp
 }
 

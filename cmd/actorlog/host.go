@@ -51,6 +51,16 @@ command line wins over the environment, which wins over the file.`,
 			}
 			cfg.Logger = logger
 			cfg.HostID = int32(hostID)
+			// --kafka-listen: its default is taken only if free (a
+			// second host on this machine runs without a Kafka
+			// listener); one given explicitly (flag, environment or
+			// file) must be bound; "" turns it off.
+			switch {
+			case !cmd.Flags().Changed("kafka-listen"):
+				cfg.KafkaListen = ""
+			case cfg.KafkaListen == "":
+				cfg.KafkaListen = host.KafkaOff
+			}
 			if minSegmentBytes != cluster.MinSegmentBytes {
 				// A test escape hatch (hidden): small segments through
 				// topic configs cost three descriptors each.
@@ -98,6 +108,10 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "./data", "directory for partition logs and metadata")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "address clients and other hosts connect to")
 	f.StringVar(&cfg.HTTP, "http", "127.0.0.1:7080", "address of /healthz and /metrics (\"off\" to disable)")
+	f.StringVar(&cfg.KafkaListen, "kafka-listen", host.DefaultKafkaListen,
+		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
+	f.StringVar(&cfg.KafkaAdvertise, "kafka-advertise", "",
+		"address Kafka clients reach --kafka-listen at (default --kafka-listen; on 0.0.0.0 the host of --advertise with the Kafka port)")
 	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
 	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")

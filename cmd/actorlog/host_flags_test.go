@@ -6,6 +6,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/actorlog/actorlog/internal/poll"
 )
 
 // hostMustFail runs `actorlog host args...` and returns its output; the
@@ -176,4 +184,158 @@ func TestHostSettingsFromFileAndEnvironment(t *testing.T) {
 	if err == nil || !strings.Contains(lastLine(string(out)), "ACTORLOG_LEASE_TTL") {
 		t.Fatalf("bad environment value: %v %q", err, out)
 	}
+}
+
+// TestHostKafkaFlags: --kafka-listen and --kafka-advertise. An explicit
+// address (flag or environment) that cannot be bound, or one on every
+// interface with nothing to advertise, fails the start; a host's Kafka
+// Metadata names it at its --kafka-advertise address; "" runs no Kafka
+// listener.
+func TestHostKafkaFlags(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := busy.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	busyAddr := busy.Addr().String()
+	for _, c := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"every interface, nothing to advertise", []string{"--listen", "0.0.0.0:" + strconv.Itoa(freeBase(t)), "--kafka-listen", "0.0.0.0:" + strconv.Itoa(freeBase(t))}, nil, "give --kafka-advertise"},
+		{"no port", []string{"--kafka-listen", "127.0.0.1"}, nil, "--kafka-listen"},
+		{"unspecified advertise", []string{"--kafka-advertise", "0.0.0.0:9092"}, nil, "--kafka-advertise"},
+		{"advertise without a listener", []string{"--kafka-listen", "", "--kafka-advertise", "h:9092"}, nil, "without a Kafka listener"},
+		{"explicit address in use", []string{"--kafka-listen", busyAddr}, nil, "--kafka-listen " + busyAddr},
+		{"address in use from the environment", nil, []string{"ACTORLOG_KAFKA_LISTEN=" + busyAddr}, "--kafka-listen " + busyAddr},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := freeBase(t)
+			args := append([]string{"host", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:" + strconv.Itoa(base), "--http", "off"}, c.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, clusterBinPath, args...) // killed if it does not fail in time
+			cmd.Env = append(os.Environ(), c.env...)
+			out, err := cmd.CombinedOutput()
+			if line := lastLine(string(out)); err == nil || !strings.HasPrefix(line, "Error: ") || !strings.Contains(line, c.want) {
+				t.Fatalf("exit %v, last line %q; want an Error: containing %q. Output:\n%s", err, line, c.want, out)
+			}
+		})
+	}
+
+	// Listening on one address, advertising another name for it.
+	port := strconv.Itoa(freeBase(t))
+	h := startHost(t, t.TempDir(), freeBase(t), "--kafka-listen", "127.0.0.1:"+port, "--kafka-advertise", "localhost:"+port)
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:" + port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	poll.Until(t, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		md, err := adm.Metadata(ctx)
+		if err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+		if len(md.Brokers) != 1 || md.Brokers[0].Host != "localhost" || strconv.Itoa(int(md.Brokers[0].Port)) != port || md.Cluster == "" {
+			return fmt.Errorf("brokers %+v, cluster %q: want one at localhost:%s and a cluster id", md.Brokers, md.Cluster, port)
+		}
+		return nil
+	})
+	if log := h.log(); !strings.Contains(log, `kafka_advertise="localhost:`+port+`"`) {
+		t.Fatalf("the start line does not name the Kafka address; log:\n%s", log)
+	}
+
+	// "" turns it off.
+	off := startHost(t, t.TempDir(), freeBase(t), "--kafka-listen", "")
+	if log := off.log(); !strings.Contains(log, "no Kafka listener") || !strings.Contains(log, "kafka_listen=none") {
+		t.Fatalf("--kafka-listen \"\": the log does not say it runs no Kafka listener:\n%s", log)
+	}
+}
+
+// TestHostKafkaMetadataListsEveryHost: every host's Kafka address is part
+// of its registration, so any host's Kafka Metadata lists every host with a
+// Kafka listener (node id = host id) and each partition's replicas and ISR
+// across hosts; a host without a Kafka listener is left out of the
+// brokers. All hosts report the same cluster id.
+func TestHostKafkaMetadataListsEveryHost(t *testing.T) {
+	t.Parallel()
+	a := startHost(t, t.TempDir(), freeBase(t), "--name", "ka", "--kafka-listen", "127.0.0.1:"+strconv.Itoa(freeBase(t)))
+	etcd := "http://127.0.0.1:" + strconv.Itoa(a.base+2)
+	bKafka := "127.0.0.1:" + strconv.Itoa(freeBase(t))
+	startHost(t, t.TempDir(), freeBase(t), "--name", "kb", "--etcd-endpoints", etcd, "--kafka-listen", bKafka)
+	startHost(t, t.TempDir(), freeBase(t), "--name", "kc", "--etcd-endpoints", etcd, "--kafka-listen", "")
+	a.mustCLI("", "topics", "create", "spread", "--partitions", "4", "--replication-factor", "3")
+
+	clusterIDs := map[string]bool{}
+	for _, addr := range []string{kafkaAddrOf(t, a), bKafka} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		adm := kadm.NewClient(cl)
+		var md kadm.Metadata
+		poll.Until(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			md, err = adm.Metadata(ctx, "spread")
+			if err != nil {
+				return fmt.Errorf("metadata from %s: %w", addr, err)
+			}
+			if len(md.Brokers) != 2 {
+				return fmt.Errorf("brokers %+v from %s: want the two hosts with a Kafka listener", md.Brokers, addr)
+			}
+			td := md.Topics["spread"]
+			if len(td.Partitions) != 4 {
+				return fmt.Errorf("spread has %d partitions, want 4", len(td.Partitions))
+			}
+			for _, p := range td.Partitions {
+				if len(p.Replicas) != 3 || len(p.ISR) != 3 {
+					return fmt.Errorf("spread-%d replicas %v ISR %v: want 3 of each", p.Partition, p.Replicas, p.ISR)
+				}
+			}
+			return nil
+		})
+		ids := map[int32]bool{}
+		for _, b := range md.Brokers {
+			ids[b.NodeID] = true
+		}
+		for _, p := range md.Topics["spread"].Partitions {
+			// A leader on the host without a Kafka listener is not a
+			// broker Kafka clients can reach: reported as none.
+			if (p.Leader == -1) == ids[p.Leader] || (p.Leader != -1 && p.Err != nil) {
+				t.Fatalf("spread-%d leader %d (%v) with brokers %v", p.Partition, p.Leader, p.Err, ids)
+			}
+		}
+		clusterIDs[md.Cluster] = true
+	}
+	if len(clusterIDs) != 1 || clusterIDs[""] {
+		t.Fatalf("cluster ids %v: want one, the same from every host", clusterIDs)
+	}
+}
+
+// kafkaAddrOf reads a host's advertised Kafka address from its start line.
+func kafkaAddrOf(t *testing.T, h *hostProc) string {
+	t.Helper()
+	for _, line := range strings.Split(h.log(), "\n") {
+		if !strings.Contains(line, `msg="host started"`) {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, `kafka_advertise="`)
+		if addr, _, ok2 := strings.Cut(rest, `"`); ok && ok2 && addr != "" {
+			return addr
+		}
+	}
+	t.Fatalf("no Kafka address in the host's start line; log:\n%s", h.log())
+	return ""
 }
