@@ -10,6 +10,7 @@
 # to make leases lapse, which tests failure handling, not the code.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/install-tools.sh
 if [[ $# -gt 0 ]]; then
 	exec go test -race -count=1 -timeout 20m "$@"
 fi
