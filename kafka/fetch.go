@@ -148,7 +148,12 @@ func fetchResponse(req *kmsg.FetchRequest, parts []fetchPart, results []ReadResu
 			total += size
 			kept = true
 		}
-		sp.RecordBatches = res.Records[:pbytes]
+		if pbytes > 0 {
+			// Else the empty, non-null set above stays: a nil slice would
+			// encode as a null record set (length -1), which librdkafka
+			// refuses ("invalid MessageSetSize -1").
+			sp.RecordBatches = res.Records[:pbytes]
+		}
 		resp.Topics[part.topic].Partitions = append(resp.Topics[part.topic].Partitions, sp)
 	}
 	return a, nil

@@ -66,7 +66,9 @@ func readFrame(r io.Reader, n int) ([]byte, error) {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
 		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
+		// Never past n: slices.Grow may round the capacity up, and the
+		// bytes after this frame belong to the next pipelined request.
+		m, err := r.Read(buf[len(buf):min(cap(buf), n)])
 		buf = buf[:len(buf)+m]
 		if err != nil {
 			if errors.Is(err, io.EOF) {
