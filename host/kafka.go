@@ -3,7 +3,8 @@
 // the actor remote and the HTTP endpoint under the host's connection
 // limiter, serving it once the broker runs, and kafkaBackend, the
 // kafka.Backend the listener asks — over the LOCAL broker actor only (its
-// metadata cache), never over the network.
+// metadata cache), never over the network. The data APIs' backend, over
+// the local replicas, is in kafkadata.go.
 
 package host
 
@@ -128,17 +129,20 @@ func (h *Host) listenKafka() error {
 }
 
 // startKafka serves the bound Kafka listener, if any, over the local
-// broker (called once the broker runs and the cluster id is known).
+// broker (metadata, producer ids) and the local replicas (the data APIs,
+// kafkadata.go); called once the broker runs and the cluster id is known.
 func (h *Host) startKafka() error {
 	if h.kafkaLn == nil {
 		return nil
 	}
+	meta := &kafkaBackend{
+		clusterID: h.clusterID, root: h.system.Root, broker: h.brokerPID,
+		log: h.logger.WithField("component", "kafka-backend"),
+	}
 	srv, err := kafka.NewServer(kafka.Config{
-		Logger: h.logger,
-		Backend: &kafkaBackend{
-			clusterID: h.clusterID, root: h.system.Root, broker: h.brokerPID,
-			log: h.logger.WithField("component", "kafka-backend"),
-		},
+		Logger:  h.logger,
+		Backend: meta,
+		Data:    newKafkaData(meta, h.system.Root, h.system.Address(), h.logger.WithField("component", "kafka-data")),
 	})
 	if err != nil {
 		return fmt.Errorf("host: Kafka listener: %w", err)
