@@ -143,6 +143,8 @@ func (h *Host) startKafka() error {
 		Logger:  h.logger,
 		Backend: meta,
 		Data:    newKafkaData(meta, h.system.Root, h.system.Address(), h.logger.WithField("component", "kafka-data")),
+		Groups:  newKafkaGroups(meta, h.system.Root, h.system.Address(), h.hostID.Load(), h.logger.WithField("component", "kafka-groups")),
+		Admin:   newKafkaAdmin(meta, h.logger.WithField("component", "kafka-admin")),
 	})
 	if err != nil {
 		return fmt.Errorf("host: Kafka listener: %w", err)

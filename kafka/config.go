@@ -45,6 +45,16 @@ type Config struct {
 	// OffsetForLeaderEpoch, InitProducerId). Optional: when nil those
 	// APIs are neither advertised nor served.
 	Data DataBackend
+	// Admin answers the topic admin APIs (CreateTopics, DeleteTopics,
+	// CreatePartitions, DescribeConfigs, AlterConfigs,
+	// IncrementalAlterConfigs, DescribeCluster). Optional: when nil those
+	// APIs are neither advertised nor served.
+	Admin AdminBackend
+	// Groups answers the consumer-group APIs (FindCoordinator, JoinGroup,
+	// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+	// DescribeGroups, ListGroups, DeleteGroups). Optional: when nil those
+	// APIs are neither advertised nor served.
+	Groups GroupBackend
 	// MaxRequestBytes is socket.request.max.bytes: a frame longer than
 	// this closes its connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int32

@@ -4,7 +4,9 @@
 // only to its backends, which the host implements over its local actors
 // (broker, replicas, coordinators): Backend (Metadata) and, optionally,
 // DataBackend (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch,
-// InitProducerId). Clients route themselves from Metadata, as with Kafka.
+// InitProducerId), AdminBackend (the topic admin APIs) and GroupBackend
+// (the consumer-group APIs). Clients route themselves from Metadata and
+// FindCoordinator, as with Kafka.
 // Node id = host id.
 //
 // # Layout
@@ -29,6 +31,25 @@
 //	fanout.go               asking the backend about many partitions at once
 //	backend.go              the Backend interface and the plain structs it returns
 //	databackend.go          the DataBackend interface (per-partition calls, the watch)
+//	findcoordinator.go      FindCoordinator (10): groups; transactional ids refused
+//	joingroup.go            JoinGroup (11): async, the v0-3 / v5 / v9 gates
+//	syncgroup.go            SyncGroup (14): a valid empty consumer assignment
+//	heartbeat.go            Heartbeat (12)
+//	leavegroup.go           LeaveGroup (13): one member (v0-2) or several
+//	offsetcommit.go         OffsetCommit (8)
+//	offsetfetch.go          OffsetFetch (9): one group, or several from v8
+//	describegroups.go       DescribeGroups (15)
+//	listgroups.go           ListGroups (16): this host's coordinators' groups
+//	deletegroups.go         DeleteGroups (42)
+//	groupbackend.go         the GroupBackend interface (native group messages)
+//	createtopics.go         CreateTopics (19): per-topic errors, -1 defaults, validate_only
+//	deletetopics.go         DeleteTopics (20), by name
+//	createpartitions.go     CreatePartitions (37)
+//	describeconfigs.go      DescribeConfigs (32): every topic config, its default and source
+//	alterconfigs.go         AlterConfigs (33): replace a topic's overrides
+//	incrementalalterconfigs.go IncrementalAlterConfigs (44): SET / DELETE ops
+//	describecluster.go      DescribeCluster (60), from the Metadata backend
+//	adminbackend.go         the AdminBackend interface (one call per topic)
 //	frame.go                framing and request headers around kmsg's codecs
 //	conn.go                 one connection: reader, writer, ordering, limits
 //	server.go               accept loop, Close
@@ -108,17 +129,38 @@
 // ListOffsets 1-7, OffsetForLeaderEpoch 2-4, InitProducerId 0-5
 // (idempotent only; a transactional id, in InitProducerId or Produce, is
 // refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Still to come in
-// later steps of issue 13: the listener in the host (flags, registration,
-// cluster id, the DataBackend over the replicas), the group APIs, the
-// admin APIs and auto-creation. Transactions, KIP-848, telemetry, share
-// groups and SASL are not advertised. librdkafka 2.0 enables LZ4 only when
-// FindCoordinator is advertised, so until the group APIs land it sends
-// lz4-configured batches uncompressed.
+// later steps of issue 13: topic auto-creation, ElectLeaders and the
+// partition-reassignment APIs. The host wires every backend
+// (host/kafka*.go).
+// Transactions, KIP-848, telemetry, share groups and SASL are not
+// advertised. librdkafka 2.0 enables LZ4 only when FindCoordinator is
+// advertised, so without a GroupBackend it sends lz4-configured batches
+// uncompressed.
+//
+// With a GroupBackend (the classic group protocol over the host's
+// coordinators): FindCoordinator 0-5 (key type group; a transactional id
+// is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED), JoinGroup 0-9
+// (answered when the rebalance's join phase ends, without holding the
+// connection's reader; MEMBER_ID_REQUIRED only from v4, static members
+// from v5, SkipAssignment from v9), SyncGroup 0-5, Heartbeat 0-4,
+// LeaveGroup 0-5, OffsetCommit 2-9, OffsetFetch 1-9 (several groups from
+// v8), DescribeGroups 0-5, ListGroups 0-5, DeleteGroups 0-2. Protocol
+// types and assignor names pass through, so Kafka clients and actorlog's
+// consumer share groups.
+//
+// With an AdminBackend: CreateTopics 0-7, DeleteTopics 0-5 (v6, by topic
+// id, is not advertised), CreatePartitions 0-3, DescribeConfigs 0-4
+// (topic resources; broker resources answer an empty list),
+// AlterConfigs 0-2 and IncrementalAlterConfigs 0-1 (topics only; broker
+// resources are refused with INVALID_REQUEST), DescribeCluster 0-1.
+// Manual replica assignments are refused with INVALID_REQUEST.
 //
 // # Threading
 //
 // A Server is safe for concurrent use; Serve may run on several listeners.
-// Backend and DataBackend methods are called concurrently from many
-// connections and must return once their context is done;
+// Backend, DataBackend and GroupBackend methods are called concurrently
+// from many connections and must return once their context is done
+// (GroupBackend.JoinGroup may wait for a whole rebalance: it runs off the
+// connection's reader);
 // DataBackend.Append and WatchHighWatermarks must not block at all.
 package kafka

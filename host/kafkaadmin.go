@@ -1,0 +1,388 @@
+// kafkaadmin.go holds kafkaAdminBackend, the host's kafka.AdminBackend:
+// the Kafka listener's topic admin APIs (CreateTopics, DeleteTopics,
+// CreatePartitions, DescribeConfigs, AlterConfigs,
+// IncrementalAlterConfigs) as the native admin requests of
+// messages/admin.proto (CreateTopicRequest, DeleteTopicRequest,
+// CreatePartitionsRequest, AlterTopicConfigsRequest), sent to the LOCAL
+// broker actor, which forwards them to the controller (as the native
+// client's admin calls do). NOT_CONTROLLER (no controller reachable yet,
+// an election in progress) is retried with backoff until the request's
+// context ends, as Kafka's admin clients and actorlog's own do. A change
+// is answered once the broker's cache shows it (awaitCache), so a client
+// reads its own writes through this host.
+//
+// validate_only is answered here, without the controller, by the
+// cluster package's own checks (name, partition count, replication factor
+// against the live hosts, configs) and the broker's metadata cache (does
+// the topic exist). Topic configs are read from the broker's cache: every
+// key the cluster knows, with its override or its default (storage's
+// defaults, which are Kafka's, and the cluster's).
+
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/actors/broker"
+	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/kafka"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+)
+
+// Defaults of a CreateTopics topic that gives -1: Kafka's num.partitions
+// and default.replication.factor defaults, as `actorlog topics create`'s.
+const (
+	kafkaDefaultPartitions        = 1
+	kafkaDefaultReplicationFactor = 1
+)
+
+// kafkaAdminBackend is the kafka.AdminBackend of a host, over the local
+// broker (meta's ask). Safe for concurrent use.
+type kafkaAdminBackend struct {
+	meta *kafkaBackend
+	log  *logrus.Entry
+}
+
+var _ kafka.AdminBackend = (*kafkaAdminBackend)(nil)
+
+// newKafkaAdmin returns the admin backend asking meta's broker.
+func newKafkaAdmin(meta *kafkaBackend, log *logrus.Entry) *kafkaAdminBackend {
+	return &kafkaAdminBackend{meta: meta, log: log}
+}
+
+// Kafka admin bounds.
+const (
+	// adminRetryMax bounds the backoff between NOT_CONTROLLER retries.
+	adminRetryMax = time.Second
+	// kafkaAdminTimeout bounds one topic's admin call, NOT_CONTROLLER
+	// retries included (the handlers' context is the connection's, which
+	// may live for hours): past it the topic gets the last answer.
+	kafkaAdminTimeout = 30 * time.Second
+)
+
+// admin sends msg to the local broker (forwarded to the controller) and
+// returns its answer, retrying NOT_CONTROLLER until ctx ends. A broker
+// that does not answer in time is REQUEST_TIMED_OUT, not an error: that
+// is the topic's outcome, not a local fault.
+func (a *kafkaAdminBackend) admin(ctx context.Context, msg proto.Message) (*messages.AdminResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, kafkaAdminTimeout)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		res, err := a.meta.ask(ctx, msg)
+		if err != nil {
+			if errors.Is(err, errBrokerDown) {
+				return nil, fmt.Errorf("host: Kafka admin %T: %w", msg, err)
+			}
+			a.log.WithError(err).WithField("request", fmt.Sprintf("%T", msg)).Warn("Kafka admin: the broker did not answer; answering REQUEST_TIMED_OUT")
+			return &messages.AdminResponse{ErrorCode: messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, ErrorMessage: err.Error()}, nil
+		}
+		resp, ok := res.(*messages.AdminResponse)
+		if !ok {
+			return nil, fmt.Errorf("host: Kafka admin %T: the broker answered %T", msg, res)
+		}
+		if resp.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+			return resp, nil
+		}
+		select {
+		case <-ctx.Done():
+			return resp, nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, adminRetryMax)
+	}
+}
+
+// adminResult maps a native admin answer to Kafka's (the codes are Kafka's).
+func adminResult(resp *messages.AdminResponse) kafka.AdminResult {
+	return kafka.AdminResult{ErrorCode: int16(resp.ErrorCode), ErrorMessage: resp.ErrorMessage}
+}
+
+// adminRefused is the result for a local check's error.
+func adminRefused(err error) kafka.AdminResult {
+	return kafka.AdminResult{ErrorCode: int16(adminCode(err)), ErrorMessage: err.Error()}
+}
+
+// adminCode maps the cluster package's validation errors to the codes the
+// controller answers for them.
+func adminCode(err error) messages.ErrorCode {
+	switch {
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION
+	case errors.Is(err, cluster.ErrTopicExists):
+		return messages.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+	case errors.Is(err, cluster.ErrInvalidPartitions):
+		return messages.ErrorCode_ERROR_CODE_INVALID_PARTITIONS
+	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		return messages.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR
+	case errors.Is(err, cluster.ErrInvalidConfig):
+		return messages.ErrorCode_ERROR_CODE_INVALID_CONFIG
+	case errors.Is(err, cluster.ErrPolicyViolation):
+		return messages.ErrorCode_ERROR_CODE_POLICY_VIOLATION
+	}
+	return messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR
+}
+
+// cache returns the broker's metadata cache for names (the hosts always),
+// waiting until the broker has read the store once.
+func (a *kafkaAdminBackend) cache(ctx context.Context, names ...string) (*broker.KafkaMetadata, error) {
+	ctx, cancel := context.WithTimeout(ctx, kafkaAskTimeout)
+	defer cancel()
+	for {
+		res, err := a.meta.ask(ctx, &broker.KafkaMetadataRequest{Topics: names})
+		if err != nil {
+			return nil, fmt.Errorf("host: Kafka admin: metadata: %w", err)
+		}
+		md, ok := res.(*broker.KafkaMetadata)
+		if !ok {
+			return nil, fmt.Errorf("host: Kafka admin: metadata: the broker answered %T", res)
+		}
+		if md.Synced {
+			return md, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("host: Kafka admin: the broker has not read the metadata store yet: %w", ctx.Err())
+		case <-time.After(kafkaSyncPoll):
+		}
+	}
+}
+
+// topic returns name's record from the cache, nil when it is unknown or
+// being deleted.
+func (a *kafkaAdminBackend) topic(ctx context.Context, name string) (*messages.TopicMetadata, error) {
+	md, err := a.cache(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range md.Topics {
+		if t.GetName() == name && !t.GetDeleting() {
+			return t, nil
+		}
+	}
+	return nil, nil
+}
+
+// awaitCache waits until the broker's cache shows name as done says (the
+// topic's record, nil when absent or being deleted), at most
+// kafkaAskTimeout: a change the controller has stored reaches the cache
+// through the broker's watch a moment later, and a client that changes a
+// topic and then describes it, or alters it again (IncrementalAlterConfigs
+// reads the overrides it changes), must see its own change. Past the
+// bound (another change of the topic got in between) it answers anyway.
+func (a *kafkaAdminBackend) awaitCache(ctx context.Context, name string, done func(t *messages.TopicMetadata) bool) {
+	ctx, cancel := context.WithTimeout(ctx, kafkaAskTimeout)
+	defer cancel()
+	for {
+		t, err := a.topic(ctx, name)
+		if err == nil && done(t) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			a.log.WithError(err).WithField("topic", name).Debug("Kafka admin: the broker's cache does not show the change yet; answering anyway")
+			return
+		case <-time.After(kafkaSyncPoll):
+		}
+	}
+}
+
+// CreateTopic implements kafka.AdminBackend.
+func (a *kafkaAdminBackend) CreateTopic(ctx context.Context, q kafka.CreateTopicQuery) (kafka.CreateTopicResult, error) {
+	parts, rf := q.Partitions, int32(q.ReplicationFactor)
+	if parts == -1 {
+		parts = kafkaDefaultPartitions
+	}
+	if rf == -1 {
+		rf = kafkaDefaultReplicationFactor
+	}
+	if q.ValidateOnly {
+		return a.validateCreate(ctx, q.Name, parts, rf, q.Configs)
+	}
+	resp, err := a.admin(ctx, &messages.CreateTopicRequest{Name: q.Name, Partitions: parts, ReplicationFactor: rf, Configs: q.Configs})
+	if err != nil {
+		return kafka.CreateTopicResult{}, err
+	}
+	out := kafka.CreateTopicResult{AdminResult: adminResult(resp)}
+	if t := resp.GetTopic(); out.ErrorCode == 0 && t != nil {
+		out.Partitions, out.ReplicationFactor = int32(len(t.GetPartitions())), int16(t.GetReplicationFactor())
+		out.Configs = topicConfigEntries(t.GetConfigs())
+		id, err := kafka.ParseTopicID(t.GetTopicId())
+		if err != nil {
+			a.log.WithError(err).WithField("topic", q.Name).Warn("created topic has a malformed id: answered without one")
+		}
+		out.ID = id
+		a.awaitCache(ctx, q.Name, func(t *messages.TopicMetadata) bool { return t != nil })
+	}
+	return out, nil
+}
+
+// validateCreate checks a topic's creation as the controller would,
+// without creating it: the name, the configs, the partition count and
+// the replication factor against the live hosts, and that no topic has
+// the name.
+func (a *kafkaAdminBackend) validateCreate(ctx context.Context, name string, parts, rf int32, configs map[string]string) (kafka.CreateTopicResult, error) {
+	if err := cluster.ValidateTopicName(name); err != nil {
+		return kafka.CreateTopicResult{AdminResult: adminRefused(err)}, nil
+	}
+	if err := cluster.ValidateTopicConfigs(configs); err != nil {
+		return kafka.CreateTopicResult{AdminResult: adminRefused(err)}, nil
+	}
+	md, err := a.cache(ctx, name)
+	if err != nil {
+		return kafka.CreateTopicResult{}, err
+	}
+	if len(md.Topics) > 0 {
+		return kafka.CreateTopicResult{AdminResult: adminRefused(fmt.Errorf("%w: %q", cluster.ErrTopicExists, name))}, nil
+	}
+	hosts := make([]int32, 0, len(md.Hosts))
+	for _, h := range md.Hosts {
+		hosts = append(hosts, h.GetHostId())
+	}
+	if rf < 1 || rf > int32(len(hosts)) {
+		return kafka.CreateTopicResult{AdminResult: adminRefused(fmt.Errorf("%w: %d, want 1 to %d (the live hosts)", cluster.ErrInvalidReplicationFactor, rf, len(hosts)))}, nil
+	}
+	if parts < 1 || parts > cluster.MaxPartitionsPerTopic {
+		return kafka.CreateTopicResult{AdminResult: adminRefused(fmt.Errorf("%w: %d, want 1 to %d", cluster.ErrInvalidPartitions, parts, cluster.MaxPartitionsPerTopic))}, nil
+	}
+	return kafka.CreateTopicResult{Partitions: parts, ReplicationFactor: int16(rf), Configs: topicConfigEntries(configs)}, nil
+}
+
+// DeleteTopic implements kafka.AdminBackend.
+func (a *kafkaAdminBackend) DeleteTopic(ctx context.Context, name string) (kafka.AdminResult, error) {
+	resp, err := a.admin(ctx, &messages.DeleteTopicRequest{Name: name})
+	if err != nil {
+		return kafka.AdminResult{}, err
+	}
+	if resp.ErrorCode == messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+		a.awaitCache(ctx, name, func(t *messages.TopicMetadata) bool { return t == nil })
+	}
+	return adminResult(resp), nil
+}
+
+// CreatePartitions implements kafka.AdminBackend.
+func (a *kafkaAdminBackend) CreatePartitions(ctx context.Context, q kafka.CreatePartitionsQuery) (kafka.AdminResult, error) {
+	if !q.ValidateOnly {
+		resp, err := a.admin(ctx, &messages.CreatePartitionsRequest{Name: q.Name, Total: q.Total})
+		if err != nil {
+			return kafka.AdminResult{}, err
+		}
+		if resp.ErrorCode == messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			a.awaitCache(ctx, q.Name, func(t *messages.TopicMetadata) bool { return t != nil && len(t.GetPartitions()) >= int(q.Total) })
+		}
+		return adminResult(resp), nil
+	}
+	t, err := a.topic(ctx, q.Name)
+	switch {
+	case err != nil:
+		return kafka.AdminResult{}, err
+	case t == nil:
+		return adminRefused(fmt.Errorf("%w: %q", cluster.ErrUnknownTopic, q.Name)), nil
+	case q.Total > cluster.MaxPartitionsPerTopic:
+		return adminRefused(fmt.Errorf("%w: %d, want at most %d", cluster.ErrInvalidPartitions, q.Total, cluster.MaxPartitionsPerTopic)), nil
+	case q.Total <= int32(len(t.GetPartitions())):
+		return adminRefused(fmt.Errorf("%w: topic %q has %d partitions; the new total %d must be larger", cluster.ErrInvalidPartitions, q.Name, len(t.GetPartitions()), q.Total)), nil
+	}
+	return kafka.AdminResult{}, nil
+}
+
+// TopicConfigs implements kafka.AdminBackend from the broker's cache.
+func (a *kafkaAdminBackend) TopicConfigs(ctx context.Context, name string) (kafka.TopicConfigsResult, error) {
+	if err := cluster.ValidateTopicName(name); err != nil {
+		return kafka.TopicConfigsResult{AdminResult: adminRefused(err)}, nil
+	}
+	t, err := a.topic(ctx, name)
+	switch {
+	case err != nil:
+		return kafka.TopicConfigsResult{}, err
+	case t == nil:
+		return kafka.TopicConfigsResult{AdminResult: adminRefused(fmt.Errorf("%w: %q", cluster.ErrUnknownTopic, name))}, nil
+	}
+	return kafka.TopicConfigsResult{Configs: topicConfigEntries(t.GetConfigs())}, nil
+}
+
+// AlterTopicConfigs implements kafka.AdminBackend: the configs are
+// checked here first, so a bad value never reaches the controller.
+func (a *kafkaAdminBackend) AlterTopicConfigs(ctx context.Context, q kafka.AlterConfigsQuery) (kafka.AdminResult, error) {
+	if err := cluster.ValidateTopicConfigs(q.Configs); err != nil {
+		return adminRefused(err), nil
+	}
+	if q.ValidateOnly {
+		t, err := a.topic(ctx, q.Name)
+		switch {
+		case err != nil:
+			return kafka.AdminResult{}, err
+		case t == nil:
+			return adminRefused(fmt.Errorf("%w: %q", cluster.ErrUnknownTopic, q.Name)), nil
+		}
+		return kafka.AdminResult{}, nil
+	}
+	resp, err := a.admin(ctx, &messages.AlterTopicConfigsRequest{Name: q.Name, Configs: maps.Clone(q.Configs)})
+	if err != nil {
+		return kafka.AdminResult{}, err
+	}
+	if resp.ErrorCode == messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+		want := resp.GetTopic().GetConfigs()
+		a.awaitCache(ctx, q.Name, func(t *messages.TopicMetadata) bool { return t != nil && maps.Equal(t.GetConfigs(), want) })
+	}
+	return adminResult(resp), nil
+}
+
+// topicConfigDefaults are the values of the topic config keys a topic
+// without overrides has: storage's defaults (Kafka's) and the cluster's.
+var topicConfigDefaults = map[string]string{
+	cluster.ConfigRetentionMs:                 strconv.FormatInt(storage.DefaultRetention.Milliseconds(), 10),
+	cluster.ConfigRetentionBytes:              strconv.FormatInt(storage.DefaultRetentionBytes, 10),
+	cluster.ConfigSegmentBytes:                strconv.FormatInt(storage.DefaultSegmentBytes, 10),
+	cluster.ConfigSegmentMs:                   strconv.FormatInt(storage.DefaultSegmentAge.Milliseconds(), 10),
+	cluster.ConfigMaxMessageBytes:             strconv.Itoa(storage.DefaultMaxMessageBytes),
+	cluster.ConfigFlushPolicy:                 "never",
+	cluster.ConfigMinInsyncReplicas:           "1",
+	cluster.ConfigMessageTimestampType:        cluster.TimestampCreateTime,
+	cluster.ConfigUncleanLeaderElectionEnable: "false",
+}
+
+// topicConfigTypes are the Kafka config types of the keys (DescribeConfigs
+// v3+); a key not here is a STRING.
+var topicConfigTypes = map[string]kmsg.ConfigType{
+	cluster.ConfigRetentionMs:                 kmsg.ConfigTypeLong,
+	cluster.ConfigRetentionBytes:              kmsg.ConfigTypeLong,
+	cluster.ConfigSegmentBytes:                kmsg.ConfigTypeInt,
+	cluster.ConfigSegmentMs:                   kmsg.ConfigTypeLong,
+	cluster.ConfigMaxMessageBytes:             kmsg.ConfigTypeInt,
+	cluster.ConfigMinInsyncReplicas:           kmsg.ConfigTypeInt,
+	cluster.ConfigUncleanLeaderElectionEnable: kmsg.ConfigTypeBoolean,
+}
+
+// topicConfigEntries lists every topic config key the cluster knows,
+// sorted, with the override in overrides or its default. Pure.
+func topicConfigEntries(overrides map[string]string) []kafka.ConfigEntry {
+	keys := cluster.TopicConfigKeys()
+	out := make([]kafka.ConfigEntry, 0, len(keys))
+	for _, k := range keys {
+		e := kafka.ConfigEntry{Name: k, Value: topicConfigDefaults[k], Default: true, DefaultValue: topicConfigDefaults[k], Type: int8(kmsg.ConfigTypeString)}
+		if t, ok := topicConfigTypes[k]; ok {
+			e.Type = int8(t)
+		}
+		if v, ok := overrides[k]; ok {
+			e.Value, e.Default = v, false
+		}
+		if k == cluster.ConfigFlushPolicy {
+			e.Doc = "actorlog's fsync policy (replaces flush.messages / flush.ms): never, batch, or a Go duration"
+		}
+		out = append(out, e)
+	}
+	return out
+}
