@@ -254,12 +254,6 @@ func (d *kafkaData) Read(ctx context.Context, q kafka.ReadQuery) (kafka.ReadResu
 		ErrorCode: int16(resp.ErrorCode), HighWatermark: resp.HighWatermark, LastStableOffset: resp.LastStableOffset,
 		LogStartOffset: resp.LogStartOffset, Records: resp.Records,
 	}
-	if out.Records == nil {
-		// Empty, not null: the listener passes nil on as a null
-		// records field (length -1), which librdkafka refuses ("invalid
-		// MessageSetSize -1"); Kafka sends zero bytes.
-		out.Records = []byte{}
-	}
 	if de := resp.DivergingEpoch; de != nil {
 		out.Diverging = &kafka.EpochEndOffset{LeaderEpoch: de.Epoch, EndOffset: de.EndOffset}
 	}
@@ -284,7 +278,7 @@ func (d *kafkaData) checkDiverging(ctx context.Context, q kafka.ReadQuery, out k
 		return kafka.ReadResult{}, fmt.Errorf("host: Kafka fetch: last fetched epoch: %w", err)
 	}
 	if end.ErrorCode != 0 {
-		out.ErrorCode, out.Records = end.ErrorCode, []byte{}
+		out.ErrorCode, out.Records = end.ErrorCode, nil
 		return out, nil
 	}
 	div, diverging, code := replica.DivergingEpoch(q.LastFetchedEpoch, q.Offset, out.LogStartOffset, func(int32) (int32, int64) {
@@ -292,9 +286,9 @@ func (d *kafkaData) checkDiverging(ctx context.Context, q kafka.ReadQuery, out k
 	})
 	switch {
 	case code != 0:
-		out.ErrorCode, out.Records = int16(code), []byte{}
+		out.ErrorCode, out.Records = int16(code), nil
 	case diverging:
-		out.ErrorCode, out.Records = 0, []byte{}
+		out.ErrorCode, out.Records = 0, nil
 		out.Diverging = &kafka.EpochEndOffset{LeaderEpoch: div.Epoch, EndOffset: div.EndOffset}
 	}
 	return out, nil
