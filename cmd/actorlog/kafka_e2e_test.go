@@ -209,35 +209,7 @@ func checkAcked(t *testing.T, addr, topic string, acked []kafkaAcked) {
 // follows a partition answers NOT_LEADER_OR_FOLLOWER for it.
 func TestKafkaThreeHosts(t *testing.T) {
 	const topic, n = "kafka-spread", 900
-	bases := make([]int, 3)
-	kafkaAddrs := make([]string, 3)
-	var peers []string
-	for i := range bases {
-		bases[i] = freeBase(t)
-		kafkaAddrs[i] = "127.0.0.1:" + strconv.Itoa(freeBase(t))
-		peers = append(peers, fmt.Sprintf("host%d=http://127.0.0.1:%d", i+1, bases[i]+1))
-	}
-	hosts := make([]*hostProc, 3)
-	for i := range hosts {
-		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: hostLogPath(t, bases[i]), bin: clusterBinPath,
-			extra: []string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ","), "--kafka-listen", kafkaAddrs[i]}}
-	}
-	var wg sync.WaitGroup
-	for _, h := range hosts { // the members wait for each other's etcd
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.start()
-		}()
-	}
-	wg.Wait()
-	for _, h := range hosts {
-		t.Cleanup(func() {
-			if code := h.stop(syscall.SIGTERM); code > 0 {
-				t.Errorf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
-			}
-		})
-	}
+	hosts, kafkaAddrs := startKafkaCluster(t)
 	hosts[0].mustCLI("", "topics", "create", topic, "--partitions", "6", "--replication-factor", "3")
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddrs[0]), kgo.DefaultProduceTopic(topic), kgo.MetadataMinAge(100*time.Millisecond))
@@ -320,4 +292,46 @@ func TestKafkaThreeHosts(t *testing.T) {
 	if code := lo.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("list offsets of %s-0 on follower %d (leader %d): error code %d, want NOT_LEADER_OR_FOLLOWER", topic, follower, p0.Leader, code)
 	}
+}
+
+// startKafkaCluster starts three host processes that form one cluster,
+// each with its own Kafka listener (node id = host id = position + 1);
+// extra flags go to every host. It returns the hosts and their Kafka
+// addresses, in the same order.
+func startKafkaCluster(t *testing.T, extra ...string) ([]*hostProc, []string) {
+	t.Helper()
+	bases := make([]int, 3)
+	kafkaAddrs := make([]string, 3)
+	var peers []string
+	for i := range bases {
+		bases[i] = freeBase(t)
+		kafkaAddrs[i] = "127.0.0.1:" + strconv.Itoa(freeBase(t))
+		peers = append(peers, fmt.Sprintf("host%d=http://127.0.0.1:%d", i+1, bases[i]+1))
+	}
+	hosts := make([]*hostProc, 3)
+	for i := range hosts {
+		flags := []string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ","), "--kafka-listen", kafkaAddrs[i]}
+		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: hostLogPath(t, bases[i]), bin: clusterBinPath,
+			extra: append(flags, extra...)}
+	}
+	var wg sync.WaitGroup
+	for _, h := range hosts { // the members wait for each other's etcd
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.start()
+		}()
+	}
+	wg.Wait()
+	for _, h := range hosts {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("host %s log (warnings and up):\n%s", h.addr(), grepLog(h.log(), "level=warn", "level=error", "level=fatal"))
+			}
+			if code := h.stop(syscall.SIGTERM); code > 0 {
+				t.Errorf("host exited with %d on SIGTERM; log:\n%s", code, h.log())
+			}
+		})
+	}
+	return hosts, kafkaAddrs
 }
