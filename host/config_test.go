@@ -48,6 +48,11 @@ func TestConfigDefaults(t *testing.T) {
 		{"RestartBackoff", c.RestartBackoff, time.Duration(0)},
 		{"RestartBackoffMax", c.RestartBackoffMax, time.Duration(0)},
 		{"HealthDescriptorRatio", c.HealthDescriptorRatio, 0.0},
+		// Kafka's auto.create.topics.enable (off here, unlike Kafka),
+		// num.partitions and default.replication.factor.
+		{"AutoCreateTopics", c.AutoCreateTopics, false},
+		{"NumPartitions", c.NumPartitions, int32(1)},
+		{"DefaultReplicationFactor", c.DefaultReplicationFactor, int16(1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -107,6 +112,9 @@ func TestConfigOverrides(t *testing.T) {
 			func(c Config) any { return [2]time.Duration{c.RestartBackoff, c.RestartBackoffMax} }, [2]time.Duration{time.Second, time.Minute}, nil},
 		{"HealthDescriptorRatio", Config{HealthDescriptorRatio: 0.8}, func(c Config) any { return c.HealthDescriptorRatio }, 0.8, nil},
 		{"Logger", Config{Logger: logger}, func(c Config) any { return c.Logger }, logger, nil},
+		{"AutoCreateTopics", Config{AutoCreateTopics: true}, func(c Config) any { return c.AutoCreateTopics }, true, nil},
+		{"NumPartitions", Config{NumPartitions: 6}, func(c Config) any { return c.NumPartitions }, int32(6), nil},
+		{"DefaultReplicationFactor", Config{DefaultReplicationFactor: 3}, func(c Config) any { return c.DefaultReplicationFactor }, int16(3), nil},
 	}
 	defaults, err := Config{}.withDefaults()
 	if err != nil {
@@ -154,6 +162,9 @@ func TestConfigRefusals(t *testing.T) {
 		{"HealthDescriptorRatio above 1", Config{HealthDescriptorRatio: 1.5}, "health descriptor ratio"},
 		{"negative MaxConnections", Config{MaxConnections: -1}, "--max-connections"},
 		{"negative MaxConnectionsPerIP", Config{MaxConnectionsPerIP: -1}, "--max-connections-per-ip"},
+		{"negative NumPartitions", Config{NumPartitions: -1}, "--num-partitions"},
+		{"NumPartitions above the topic limit", Config{NumPartitions: 10001}, "--num-partitions"},
+		{"negative DefaultReplicationFactor", Config{DefaultReplicationFactor: -1}, "--default-replication-factor"},
 		{"Listen without a port", Config{Listen: "127.0.0.1"}, "--listen"},
 		{"Listen port too high", Config{Listen: "127.0.0.1:65534"}, "explicit port"},
 		{"EtcdEndpoints with EtcdPeer", Config{EtcdEndpoints: []string{"http://etcd:2379"}, EtcdPeer: "http://h:2380"}, "excludes"},

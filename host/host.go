@@ -76,6 +76,20 @@ type Config struct {
 	// kafkaDefault: KafkaListen was not given (withDefaults set it), so a
 	// busy address is not an error.
 	kafkaDefault bool
+	// AutoCreateTopics is Kafka's auto.create.topics.enable: a Kafka
+	// Metadata request naming an unknown topic (and allowing it) has the
+	// topic created with NumPartitions and DefaultReplicationFactor. Off
+	// by default (Kafka's default is on).
+	AutoCreateTopics bool
+	// NumPartitions is Kafka's num.partitions: the partition count of an
+	// auto-created topic and of one a Kafka CreateTopics request creates
+	// with -1 (0: kafka.DefaultNumPartitions, 1; negative is an error).
+	NumPartitions int32
+	// DefaultReplicationFactor is Kafka's default.replication.factor: the
+	// replication factor of those topics (0: kafka.DefaultReplicationFactor,
+	// 1; negative is an error). A topic needing more live hosts than there
+	// are is refused with INVALID_REPLICATION_FACTOR, as in Kafka.
+	DefaultReplicationFactor int16
 	// PProf serves Go's profiles under /debug/pprof/ on the HTTP endpoint.
 	// Off by default: a CPU profile costs the host while it runs, and
 	// anyone who can reach the port could ask for one.
@@ -187,6 +201,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.GroupMinSessionTimeout < 0 {
 		return c, fmt.Errorf("host: --group-min-session-timeout %v: want a positive duration", c.GroupMinSessionTimeout)
+	}
+	if c.NumPartitions < 0 {
+		return c, fmt.Errorf("host: --num-partitions %d: want at least 1", c.NumPartitions)
+	}
+	if c.NumPartitions == 0 {
+		c.NumPartitions = kafka.DefaultNumPartitions
+	}
+	if c.NumPartitions > cluster.MaxPartitionsPerTopic {
+		return c, fmt.Errorf("host: --num-partitions %d: want at most %d", c.NumPartitions, cluster.MaxPartitionsPerTopic)
+	}
+	if c.DefaultReplicationFactor < 0 {
+		return c, fmt.Errorf("host: --default-replication-factor %d: want at least 1", c.DefaultReplicationFactor)
+	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = kafka.DefaultReplicationFactor
 	}
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()

@@ -139,12 +139,17 @@ func (h *Host) startKafka() error {
 		clusterID: h.clusterID, root: h.system.Root, broker: h.brokerPID,
 		log: h.logger.WithField("component", "kafka-backend"),
 	}
+	admin := newKafkaAdmin(meta, h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, h.logger.WithField("component", "kafka-admin"))
 	srv, err := kafka.NewServer(kafka.Config{
-		Logger:  h.logger,
-		Backend: meta,
-		Data:    newKafkaData(meta, h.system.Root, h.system.Address(), h.logger.WithField("component", "kafka-data")),
-		Groups:  newKafkaGroups(meta, h.system.Root, h.system.Address(), h.hostID.Load(), h.logger.WithField("component", "kafka-groups")),
-		Admin:   newKafkaAdmin(meta, h.logger.WithField("component", "kafka-admin")),
+		Logger:         h.logger,
+		Backend:        meta,
+		Data:           newKafkaData(meta, h.system.Root, h.system.Address(), h.logger.WithField("component", "kafka-data")),
+		Groups:         newKafkaGroups(meta, h.system.Root, h.system.Address(), h.hostID.Load(), h.logger.WithField("component", "kafka-groups")),
+		Admin:          admin,
+		PartitionAdmin: admin,
+		Topics: kafka.TopicSettings{
+			AutoCreate: h.cfg.AutoCreateTopics, NumPartitions: h.cfg.NumPartitions, ReplicationFactor: h.cfg.DefaultReplicationFactor,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("host: Kafka listener: %w", err)

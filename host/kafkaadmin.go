@@ -9,7 +9,16 @@
 // an election in progress) is retried with backoff until the request's
 // context ends, as Kafka's admin clients and actorlog's own do. A change
 // is answered once the broker's cache shows it (awaitCache), so a client
-// reads its own writes through this host.
+// reads its own writes through this host. A topic created with -1 (and an
+// auto-created one) gets the host's --num-partitions and
+// --default-replication-factor.
+//
+// It is also the kafka.PartitionAdminBackend (at the end of this file):
+// ElectLeaders as messages.ElectLeadersRequest (preferred elections),
+// AlterPartitionReassignments as messages.ReassignPartitionsRequest (target
+// ids no host has are refused here with INVALID_REPLICA_ASSIGNMENT), and
+// ListPartitionReassignments from the broker's cache (the partitions with
+// adding or removing replicas).
 //
 // validate_only is answered here, without the controller, by the
 // cluster package's own checks (name, partition count, replication factor
@@ -25,10 +34,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
@@ -39,25 +50,39 @@ import (
 	"github.com/actorlog/actorlog/storage"
 )
 
-// Defaults of a CreateTopics topic that gives -1: Kafka's num.partitions
-// and default.replication.factor defaults, as `actorlog topics create`'s.
+// Defaults of a CreateTopics topic that gives -1 when the host's
+// --num-partitions and --default-replication-factor are not set: Kafka's
+// num.partitions and default.replication.factor defaults, as `actorlog
+// topics create`'s.
 const (
 	kafkaDefaultPartitions        = 1
 	kafkaDefaultReplicationFactor = 1
 )
 
-// kafkaAdminBackend is the kafka.AdminBackend of a host, over the local
+// kafkaAdminBackend is the kafka.AdminBackend (and
+// kafka.PartitionAdminBackend, at the end of this file) of a host, over the local
 // broker (meta's ask). Safe for concurrent use.
 type kafkaAdminBackend struct {
 	meta *kafkaBackend
 	log  *logrus.Entry
+	// partitions and rf are what a topic created with -1 gets (the
+	// host's --num-partitions and --default-replication-factor).
+	partitions, rf int32
 }
 
 var _ kafka.AdminBackend = (*kafkaAdminBackend)(nil)
 
-// newKafkaAdmin returns the admin backend asking meta's broker.
-func newKafkaAdmin(meta *kafkaBackend, log *logrus.Entry) *kafkaAdminBackend {
-	return &kafkaAdminBackend{meta: meta, log: log}
+// newKafkaAdmin returns the admin backend asking meta's broker; a topic
+// created with -1 gets partitions and rf (0: Kafka's defaults, 1).
+func newKafkaAdmin(meta *kafkaBackend, partitions int32, rf int16, log *logrus.Entry) *kafkaAdminBackend {
+	a := &kafkaAdminBackend{meta: meta, log: log, partitions: partitions, rf: int32(rf)}
+	if a.partitions <= 0 {
+		a.partitions = kafkaDefaultPartitions
+	}
+	if a.rf <= 0 {
+		a.rf = kafkaDefaultReplicationFactor
+	}
+	return a
 }
 
 // Kafka admin bounds.
@@ -75,6 +100,30 @@ const (
 // that does not answer in time is REQUEST_TIMED_OUT, not an error: that
 // is the topic's outcome, not a local fault.
 func (a *kafkaAdminBackend) admin(ctx context.Context, msg proto.Message) (*messages.AdminResponse, error) {
+	res, err := a.askController(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.AdminResponse)
+	if !ok {
+		return nil, fmt.Errorf("host: Kafka admin %T: the broker answered %T", msg, res)
+	}
+	return resp, nil
+}
+
+// controllerReply is an answer of the controller to an admin request
+// (AdminResponse, ElectLeadersResponse, ReassignPartitionsResponse).
+type controllerReply interface {
+	proto.Message
+	GetErrorCode() messages.ErrorCode
+	GetErrorMessage() string
+}
+
+// askController is admin for any admin request: it returns the
+// controller's answer, of msg's reply type (messages.ErrorReply),
+// retrying NOT_CONTROLLER until ctx ends; a broker that does not answer
+// in time is REQUEST_TIMED_OUT.
+func (a *kafkaAdminBackend) askController(ctx context.Context, msg proto.Message) (controllerReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, kafkaAdminTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
@@ -85,13 +134,17 @@ func (a *kafkaAdminBackend) admin(ctx context.Context, msg proto.Message) (*mess
 				return nil, fmt.Errorf("host: Kafka admin %T: %w", msg, err)
 			}
 			a.log.WithError(err).WithField("request", fmt.Sprintf("%T", msg)).Warn("Kafka admin: the broker did not answer; answering REQUEST_TIMED_OUT")
-			return &messages.AdminResponse{ErrorCode: messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, ErrorMessage: err.Error()}, nil
+			timedOut, ok := messages.ErrorReply(msg, 0, messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()).(controllerReply)
+			if !ok {
+				return nil, fmt.Errorf("host: Kafka admin %T: no error reply: %w", msg, err)
+			}
+			return timedOut, nil
 		}
-		resp, ok := res.(*messages.AdminResponse)
+		resp, ok := res.(controllerReply)
 		if !ok {
 			return nil, fmt.Errorf("host: Kafka admin %T: the broker answered %T", msg, res)
 		}
-		if resp.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+		if resp.GetErrorCode() != messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
 			return resp, nil
 		}
 		select {
@@ -138,10 +191,15 @@ func adminCode(err error) messages.ErrorCode {
 // cache returns the broker's metadata cache for names (the hosts always),
 // waiting until the broker has read the store once.
 func (a *kafkaAdminBackend) cache(ctx context.Context, names ...string) (*broker.KafkaMetadata, error) {
+	return a.cacheFor(ctx, &broker.KafkaMetadataRequest{Topics: names})
+}
+
+// cacheFor is cache for any request of the broker's cache (AllTopics).
+func (a *kafkaAdminBackend) cacheFor(ctx context.Context, req *broker.KafkaMetadataRequest) (*broker.KafkaMetadata, error) {
 	ctx, cancel := context.WithTimeout(ctx, kafkaAskTimeout)
 	defer cancel()
 	for {
-		res, err := a.meta.ask(ctx, &broker.KafkaMetadataRequest{Topics: names})
+		res, err := a.meta.ask(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("host: Kafka admin: metadata: %w", err)
 		}
@@ -203,10 +261,10 @@ func (a *kafkaAdminBackend) awaitCache(ctx context.Context, name string, done fu
 func (a *kafkaAdminBackend) CreateTopic(ctx context.Context, q kafka.CreateTopicQuery) (kafka.CreateTopicResult, error) {
 	parts, rf := q.Partitions, int32(q.ReplicationFactor)
 	if parts == -1 {
-		parts = kafkaDefaultPartitions
+		parts = a.partitions
 	}
 	if rf == -1 {
-		rf = kafkaDefaultReplicationFactor
+		rf = a.rf
 	}
 	if q.ValidateOnly {
 		return a.validateCreate(ctx, q.Name, parts, rf, q.Configs)
@@ -385,4 +443,193 @@ func topicConfigEntries(overrides map[string]string) []kafka.ConfigEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+var _ kafka.PartitionAdminBackend = (*kafkaAdminBackend)(nil)
+
+// ElectPreferredLeaders implements kafka.PartitionAdminBackend with the
+// controller's preferred-leader election (messages.ElectLeadersRequest,
+// as `actorlog topics elect-leaders`), answered once the broker's cache
+// shows the new leaders.
+func (a *kafkaAdminBackend) ElectPreferredLeaders(ctx context.Context, topics []kafka.TopicPartitions) (kafka.ElectionResult, error) {
+	req := &messages.ElectLeadersRequest{}
+	for _, tp := range topics {
+		req.Partitions = append(req.Partitions, &messages.TopicPartitions{Topic: tp.Topic, Partitions: tp.Partitions})
+	}
+	res, err := a.askController(ctx, req)
+	if err != nil {
+		return kafka.ElectionResult{}, err
+	}
+	resp, ok := res.(*messages.ElectLeadersResponse)
+	if !ok {
+		return kafka.ElectionResult{}, fmt.Errorf("host: Kafka elect leaders: the broker answered %T", res)
+	}
+	out := kafka.ElectionResult{AdminResult: kafka.AdminResult{ErrorCode: int16(resp.GetErrorCode()), ErrorMessage: resp.GetErrorMessage()}}
+	elected := map[string][]int32{}
+	for _, r := range resp.GetResults() {
+		out.Partitions = append(out.Partitions, kafka.PartitionResult{Topic: r.GetTopic(), Partition: r.GetPartition(),
+			AdminResult: kafka.AdminResult{ErrorCode: int16(r.GetErrorCode()), ErrorMessage: r.GetErrorMessage()}})
+		if r.GetErrorCode() == messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+			elected[r.GetTopic()] = append(elected[r.GetTopic()], r.GetPartition())
+		}
+	}
+	for topic, parts := range elected {
+		a.awaitCache(ctx, topic, func(t *messages.TopicMetadata) bool {
+			for _, p := range parts {
+				ps := partitionState(t, p)
+				if ps == nil || len(ps.GetReplicas()) == 0 || ps.GetLeader() != ps.GetReplicas()[0] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return out, nil
+}
+
+// partitionState is partition p of t, nil when t is nil or has no such
+// partition.
+func partitionState(t *messages.TopicMetadata, p int32) *messages.PartitionState {
+	if t == nil || p < 0 || int(p) >= len(t.GetPartitions()) {
+		return nil
+	}
+	return t.GetPartitions()[p]
+}
+
+// knownHosts returns the ids of the hosts the cluster knows (live or
+// down), from the broker's DescribeCluster; ok is false when they could
+// not be read (the controller then checks the ids itself).
+func (a *kafkaAdminBackend) knownHosts(ctx context.Context) (known map[int32]bool, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, kafkaAskTimeout)
+	defer cancel()
+	res, err := a.meta.ask(ctx, &messages.DescribeClusterRequest{})
+	resp, isResp := res.(*messages.DescribeClusterResponse)
+	if err != nil || !isResp || resp.GetErrorCode() != messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+		a.log.WithError(err).WithField("answer", fmt.Sprintf("%T", res)).Debug("Kafka reassign: the known hosts could not be read; the controller checks the ids")
+		return nil, false
+	}
+	known = map[int32]bool{}
+	for _, h := range append(resp.GetHosts(), resp.GetDownHosts()...) {
+		known[h.GetHostId()] = true
+	}
+	return known, true
+}
+
+// AlterReassignments implements kafka.PartitionAdminBackend with the
+// controller's partition reassignment (messages.ReassignPartitionsRequest,
+// as `actorlog topics alter --replicas`): target ids no host has are
+// refused here with INVALID_REPLICA_ASSIGNMENT (the controller would say
+// INVALID_REQUEST), all or nothing. The answer comes once the broker's
+// cache shows the recorded change.
+func (a *kafkaAdminBackend) AlterReassignments(ctx context.Context, topic string, parts []kafka.PartitionReassignment) ([]kafka.AdminResult, error) {
+	results := make([]kafka.AdminResult, len(parts))
+	if known, ok := a.knownHosts(ctx); ok {
+		for i, p := range parts {
+			for _, id := range p.Replicas {
+				if !known[id] {
+					results[i] = kafka.AdminResult{ErrorCode: kerr.InvalidReplicaAssignment.Code,
+						ErrorMessage: fmt.Sprintf("replicas %v: no host has id %d", p.Replicas, id)}
+					break
+				}
+			}
+		}
+		if kafka.NotApplied(topic, results) {
+			return results, nil
+		}
+	}
+	req := &messages.ReassignPartitionsRequest{Topic: topic}
+	for _, p := range parts {
+		req.Partitions = append(req.Partitions, &messages.PartitionReassignment{Partition: p.Partition, Replicas: p.Replicas})
+	}
+	res, err := a.askController(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.ReassignPartitionsResponse)
+	if !ok {
+		return nil, fmt.Errorf("host: Kafka reassign partitions: the broker answered %T", res)
+	}
+	if resp.GetErrorCode() != messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
+		for i := range results {
+			results[i] = kafka.AdminResult{ErrorCode: int16(resp.GetErrorCode()), ErrorMessage: resp.GetErrorMessage()}
+		}
+		return results, nil
+	}
+	got := resp.GetResults()
+	for i, p := range parts {
+		var r *messages.PartitionResult
+		if len(got) == len(parts) {
+			r = got[i] // one result per partition, in request order
+		} else {
+			for _, g := range got {
+				if g.GetPartition() == p.Partition {
+					r = g
+					break
+				}
+			}
+		}
+		if r == nil {
+			results[i] = kafka.AdminResult{ErrorCode: int16(messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR), ErrorMessage: "the controller gave no result for the partition"}
+			continue
+		}
+		results[i] = kafka.AdminResult{ErrorCode: int16(r.GetErrorCode()), ErrorMessage: r.GetErrorMessage()}
+	}
+	if len(results) > 0 && results[0].ErrorCode == 0 { // all or nothing: all applied
+		a.awaitCache(ctx, topic, func(t *messages.TopicMetadata) bool {
+			for _, p := range parts {
+				if !reassignmentShown(partitionState(t, p.Partition), p.Replicas) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return results, nil
+}
+
+// reassignmentShown reports whether ps shows a recorded reassignment to
+// target: cancelled (target nil: none in progress), under way to target,
+// or done (the replicas are target). Pure.
+func reassignmentShown(ps *messages.PartitionState, target []int32) bool {
+	if ps == nil {
+		return false
+	}
+	reassigning := len(ps.GetAddingReplicas()) > 0 || len(ps.GetRemovingReplicas()) > 0
+	if target == nil {
+		return !reassigning
+	}
+	if !reassigning {
+		return slices.Equal(ps.GetReplicas(), target)
+	}
+	var current []int32
+	for _, id := range ps.GetReplicas() {
+		if !slices.Contains(ps.GetRemovingReplicas(), id) {
+			current = append(current, id)
+		}
+	}
+	return slices.Equal(current, target)
+}
+
+// ListReassignments implements kafka.PartitionAdminBackend from the
+// broker's cache: every partition with adding or removing replicas, of
+// the topics not being deleted.
+func (a *kafkaAdminBackend) ListReassignments(ctx context.Context) ([]kafka.Reassignment, error) {
+	md, err := a.cacheFor(ctx, &broker.KafkaMetadataRequest{AllTopics: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []kafka.Reassignment
+	for _, t := range md.Topics {
+		if t.GetDeleting() {
+			continue
+		}
+		for _, p := range t.GetPartitions() {
+			if len(p.GetAddingReplicas()) == 0 && len(p.GetRemovingReplicas()) == 0 {
+				continue
+			}
+			out = append(out, kafka.Reassignment{Topic: t.GetName(), Partition: p.GetPartition(),
+				Replicas: slices.Clone(p.GetReplicas()), Adding: slices.Clone(p.GetAddingReplicas()), Removing: slices.Clone(p.GetRemovingReplicas())})
+		}
+	}
+	return out, nil
 }

@@ -6,8 +6,9 @@
 // adds none); topics are deleted; kcat -L sees a kadm-created topic.
 // DescribeConfigs shows every key with its default or override;
 // AlterConfigs and IncrementalAlterConfigs change retention.ms, and a bad
-// value is refused and changes nothing; broker resources are described
-// empty and refused for alters. DescribeCluster lists the host.
+// value is refused and changes nothing; broker resources describe the
+// topic settings and are refused for alters. DescribeCluster lists the
+// host.
 
 package host
 
@@ -16,12 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/actorlog/actorlog/cluster"
@@ -264,10 +267,16 @@ func TestKafkaAdminConfigs(t *testing.T) {
 	if rc, err := rcs.On("nosuch", nil); err != nil || !errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("describe nosuch: %v %+v, want UNKNOWN_TOPIC_OR_PARTITION", err, rc)
 	}
-	// Broker resources: an empty list, no error.
+	// Broker resources: the host's topic settings, at their defaults.
 	brs, err := adm.DescribeBrokerConfigs(kafkaAdminCtx(t), h.hostID.Load())
-	if err != nil || len(brs) != 1 || brs[0].Err != nil || len(brs[0].Configs) != 0 {
-		t.Fatalf("describe broker configs: %+v %v, want one empty resource", brs, err)
+	if err != nil || len(brs) != 1 || brs[0].Err != nil || len(brs[0].Configs) != 3 {
+		t.Fatalf("describe broker configs: %+v %v, want the three topic settings", brs, err)
+	}
+	for _, c := range brs[0].Configs {
+		want := map[string]string{"auto.create.topics.enable": "false", "num.partitions": "1", "default.replication.factor": "1"}[c.Key]
+		if c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("broker config %s: %+v, want %q from the defaults", c.Key, c, want)
+		}
 	}
 
 	// IncrementalAlterConfigs: set retention.ms, keep the rest.
@@ -392,5 +401,214 @@ func TestKafkaTopicConfigDefaults(t *testing.T) {
 		if (e.Name == cluster.ConfigRetentionMs) == e.Default || e.ReadOnly {
 			t.Errorf("entry %+v", e)
 		}
+	}
+}
+
+// TestKafkaPartitionAdmin drives ElectLeaders, AlterPartitionAssignments
+// and ListPartitionReassignments through kadm against one host: its
+// partitions are led by their preferred (only) replica, so elections are
+// ELECTION_NOT_NEEDED; unknown partitions are UNKNOWN_TOPIC_OR_PARTITION;
+// unclean elections are refused; bad replica lists are
+// INVALID_REPLICA_ASSIGNMENT; reassigning to the current replicas
+// succeeds and changes nothing; cancelling with nothing in progress is
+// NO_REASSIGNMENT_IN_PROGRESS; nothing is listed as being reassigned.
+func TestKafkaPartitionAdmin(t *testing.T) {
+	h, adm := kafkaAdminHost(t)
+	id := h.hostID.Load()
+	if r, err := adm.CreateTopics(kafkaAdminCtx(t), 2, 1, nil, "moves"); err != nil || r["moves"].Err != nil {
+		t.Fatalf("create moves: %+v %v", r, err)
+	}
+	waitKafkaMetadata(t, adm, func(md kadm.Metadata) error {
+		for _, p := range md.Topics["moves"].Partitions {
+			if p.Leader != id {
+				return fmt.Errorf("moves/%d leader %d", p.Partition, p.Leader)
+			}
+		}
+		if len(md.Topics["moves"].Partitions) != 2 {
+			return fmt.Errorf("moves: %+v", md.Topics["moves"])
+		}
+		return nil
+	})
+
+	// ElectLeaders: named partitions, then all of them.
+	er, err := adm.ElectLeaders(kafkaAdminCtx(t), kadm.ElectPreferredReplica, kadm.TopicsSet{"moves": {0: {}, 1: {}, 5: {}}, "nosuch": {0: {}}})
+	if err != nil {
+		t.Fatalf("elect leaders: %v", err)
+	}
+	for p, want := range map[int32]error{0: kerr.ElectionNotNeeded, 1: kerr.ElectionNotNeeded, 5: kerr.UnknownTopicOrPartition} {
+		if r := er["moves"][p]; !errors.Is(r.Err, want) {
+			t.Errorf("elect moves/%d: %+v, want %v", p, r, want)
+		}
+	}
+	if r := er["nosuch"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("elect nosuch/0: %+v, want UNKNOWN_TOPIC_OR_PARTITION", r)
+	}
+	if all, err := adm.ElectLeaders(kafkaAdminCtx(t), kadm.ElectPreferredReplica, nil); err != nil || len(all["moves"]) != 0 {
+		t.Fatalf("elect all: %+v %v, want the led partitions left out", all, err)
+	}
+	if r, err := adm.ElectLeaders(kafkaAdminCtx(t), kadm.ElectLiveReplica, kadm.TopicsSet{"moves": {0: {}}}); err != nil ||
+		!errors.Is(r["moves"][0].Err, kerr.InvalidRequest) || r["moves"][0].ErrMessage == "" {
+		t.Fatalf("unclean election: %+v %v, want INVALID_REQUEST with a reason", r, err)
+	}
+
+	// AlterPartitionAssignments: one partition per request (all or nothing).
+	for _, tc := range []struct {
+		name     string
+		replicas []int32
+		want     error
+	}{
+		{"duplicate host", []int32{id, id}, kerr.InvalidReplicaAssignment},
+		{"unknown host", []int32{id + 40}, kerr.InvalidReplicaAssignment},
+		{"empty list", []int32{}, kerr.InvalidReplicaAssignment},
+		{"replication factor change", []int32{id, id + 40}, kerr.InvalidReplicaAssignment},
+		{"cancel with none in progress", nil, kerr.NoReassignmentInProgress},
+		{"the current replicas", []int32{id}, nil},
+	} {
+		var req kadm.AlterPartitionAssignmentsReq
+		req.Assign("moves", 0, tc.replicas)
+		r, err := adm.AlterPartitionAssignments(kafkaAdminCtx(t), req)
+		if err != nil || !errors.Is(r["moves"][0].Err, tc.want) || (tc.want == nil) != (r["moves"][0].Err == nil) {
+			t.Errorf("reassign %s: %+v %v, want %v", tc.name, r, err, tc.want)
+		}
+	}
+	var two kadm.AlterPartitionAssignmentsReq
+	two.Assign("moves", 0, []int32{id})
+	two.Assign("moves", 1, []int32{id, id})
+	two.Assign("nosuch", 0, []int32{id})
+	r, err := adm.AlterPartitionAssignments(kafkaAdminCtx(t), two)
+	if err != nil || !errors.Is(r["moves"][0].Err, kerr.InvalidRequest) || !errors.Is(r["moves"][1].Err, kerr.InvalidReplicaAssignment) ||
+		!errors.Is(r["nosuch"][0].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("reassign two partitions, one bad: %+v %v", r, err)
+	}
+	if got := kafkaNativeTopics(t, h, "moves")["moves"]; got == nil || len(got.Partitions) != 2 || len(got.Partitions[0].Replicas) != 1 {
+		t.Fatalf("moves after the reassignments: %+v", got)
+	}
+
+	// Nothing is being reassigned.
+	lr, err := adm.ListPartitionReassignments(kafkaAdminCtx(t), kadm.TopicsSet{"moves": {0: {}, 1: {}}, "nosuch": {0: {}}})
+	if err != nil || len(lr) != 0 {
+		t.Fatalf("list reassignments: %+v %v, want none", lr, err)
+	}
+}
+
+// kcatProduce produces one record to topic with kcat (skipping the test
+// when kcat is not installed); a topic that stays unknown fails it
+// within a few seconds.
+func kcatProduce(t *testing.T, addr, topic string) (string, error) {
+	t.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-P", "-b", addr, "-t", topic,
+		"-X", "topic.metadata.propagation.max.ms=1000", "-X", "message.timeout.ms=10000")
+	cmd.Stdin = strings.NewReader("hello\n")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestKafkaAutoCreateTopicsKcat produces with kcat to a topic that does
+// not exist on a host with AutoCreateTopics: it is created with
+// NumPartitions partitions and the record lands; an internal ("__") name
+// is not created. DescribeConfigs reports the settings.
+func TestKafkaAutoCreateTopicsKcat(t *testing.T) {
+	produce := func(addr, topic string) (string, error) { return kcatProduce(t, addr, topic) }
+	on := startTestHost(t, func(c *Config) {
+		c.KafkaListen, c.AutoCreateTopics, c.NumPartitions = "127.0.0.1:0", true, 3
+	})
+	adm := kafkaAdmin(t, on.KafkaAddress())
+	waitKafkaMetadata(t, adm, func(md kadm.Metadata) error {
+		if len(md.Brokers) != 1 {
+			return fmt.Errorf("brokers %v", md.Brokers)
+		}
+		return nil
+	})
+	if out, err := produce(on.KafkaAddress(), "newtopic"); err != nil {
+		t.Fatalf("kcat -P to a new topic with auto-creation on: %v\n%s", err, out)
+	}
+	got := kafkaNativeTopics(t, on, "newtopic")["newtopic"]
+	if got == nil || len(got.Partitions) != 3 || got.ReplicationFactor != 1 {
+		t.Fatalf("newtopic: %+v, want 3 partitions, replication factor 1", got)
+	}
+	offs, err := adm.ListEndOffsets(kafkaAdminCtx(t), "newtopic")
+	if err != nil {
+		t.Fatalf("end offsets: %v", err)
+	}
+	var records int64
+	offs.Each(func(o kadm.ListedOffset) { records += o.Offset })
+	if records != 1 {
+		t.Fatalf("newtopic holds %d records, want 1", records)
+	}
+	brs, err := adm.DescribeBrokerConfigs(kafkaAdminCtx(t), on.hostID.Load())
+	if err != nil || len(brs) != 1 {
+		t.Fatalf("describe broker configs: %+v %v", brs, err)
+	}
+	for _, c := range brs[0].Configs {
+		if c.Key == "auto.create.topics.enable" && (c.Value == nil || *c.Value != "true" || c.Source != kmsg.ConfigSourceStaticBrokerConfig) ||
+			c.Key == "num.partitions" && (c.Value == nil || *c.Value != "3") {
+			t.Errorf("broker config %+v", c)
+		}
+	}
+	// Internal names are never auto-created.
+	if _, err := produce(on.KafkaAddress(), "__private"); err == nil || kafkaNativeTopics(t, on, "__private")["__private"] != nil {
+		t.Fatalf("kcat -P to __private: err %v; the topic must not be created", err)
+	}
+}
+
+// TestKafkaAutoCreateTopicsOffKcat: without AutoCreateTopics (the
+// default), kcat producing to an unknown topic fails naming it, and no
+// topic is created.
+func TestKafkaAutoCreateTopicsOffKcat(t *testing.T) {
+	off := startTestHost(t, func(c *Config) { c.KafkaListen = "127.0.0.1:0" })
+	out, err := kcatProduce(t, off.KafkaAddress(), "newtopic")
+	if err == nil || !strings.Contains(strings.ToLower(out), "unknown topic") {
+		t.Fatalf("kcat -P with auto-creation off: %v\n%s\nwant a failure naming the unknown topic", err, out)
+	}
+	if got := kafkaNativeTopics(t, off, "newtopic")["newtopic"]; got != nil {
+		t.Fatalf("newtopic was created with auto-creation off: %+v", got)
+	}
+}
+
+// TestKafkaAutoCreateReplicationFactor: a host whose
+// DefaultReplicationFactor needs more live hosts than there are answers a
+// Metadata request that would auto-create a topic with
+// INVALID_REPLICATION_FACTOR, as Kafka does, and creates nothing; a v4+
+// request that does not allow auto-creation gets UNKNOWN_TOPIC_OR_PARTITION.
+func TestKafkaAutoCreateReplicationFactor(t *testing.T) {
+	h := startTestHost(t, func(c *Config) {
+		c.KafkaListen, c.AutoCreateTopics, c.DefaultReplicationFactor = "127.0.0.1:0", true, 3
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddress()))
+	if err != nil {
+		t.Fatalf("kgo client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	for _, allow := range []bool{true, false} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = allow
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("wide")
+		req.Topics = append(req.Topics, rt)
+		var resp *kmsg.MetadataResponse
+		clustertest.WaitFor(t, 20*time.Second, func() error {
+			var err error
+			resp, err = req.RequestWith(kafkaAdminCtx(t), cl)
+			if err != nil {
+				return fmt.Errorf("metadata: %w", err)
+			}
+			return nil
+		})
+		want := kerr.InvalidReplicationFactor.Code
+		if !allow {
+			want = kerr.UnknownTopicOrPartition.Code
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != want {
+			t.Fatalf("metadata (allow %v): %+v, want code %d", allow, resp.Topics, want)
+		}
+	}
+	if got := kafkaNativeTopics(t, h, "wide")["wide"]; got != nil {
+		t.Fatalf("wide was created: %+v", got)
 	}
 }

@@ -1,8 +1,11 @@
 // adminbackend.go holds the AdminBackend interface, the seam of the admin
 // APIs (CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 // AlterConfigs, IncrementalAlterConfigs; DescribeCluster needs only
-// Backend), and the plain structs it takes and returns. The host
-// implements it over the local broker, which forwards to the controller.
+// Backend), the PartitionAdminBackend interface of the partition admin
+// APIs (ElectLeaders, AlterPartitionReassignments,
+// ListPartitionReassignments), and the plain structs they take and
+// return. The host implements both over the local broker, which forwards
+// to the controller.
 
 package kafka
 
@@ -91,6 +94,10 @@ type ConfigEntry struct {
 	Type int8
 	// Doc documents the key (v3+ with include_documentation); may be empty.
 	Doc string
+	// Source, when set, is the entry's Kafka config source
+	// (kmsg.ConfigSource, e.g. STATIC_BROKER_CONFIG for a host's flag);
+	// 0 derives it from Default (DEFAULT_CONFIG or DYNAMIC_TOPIC_CONFIG).
+	Source int8
 }
 
 // TopicConfigsResult is a topic's configs, or why they cannot be read.
@@ -113,3 +120,72 @@ type AlterConfigsQuery struct {
 // adminEnabled is the enabled test of the admin APIs: they need
 // Config.Admin.
 func adminEnabled(cfg *Config) bool { return cfg.Admin != nil }
+
+// PartitionAdminBackend answers the partition admin APIs (ElectLeaders,
+// AlterPartitionReassignments, ListPartitionReassignments). The host
+// implements it over the controller's preferred-leader election and
+// partition reassignment. Per-partition failures are error codes in the
+// results; a Go error is a local fault and closes the connection. Its
+// methods are called concurrently and must return once their context is
+// done.
+type PartitionAdminBackend interface {
+	// ElectPreferredLeaders moves the leadership of the named partitions
+	// (every partition when topics is nil) to their preferred replica.
+	// It returns one result per partition considered; for topics nil,
+	// the partitions whose preferred replica leads already may be left
+	// out. A top-level code (Result.ErrorCode) means the request as a
+	// whole failed (e.g. REQUEST_TIMED_OUT): the named partitions it
+	// has no result for take it.
+	ElectPreferredLeaders(ctx context.Context, topics []TopicPartitions) (ElectionResult, error)
+	// AlterReassignments gives partitions of one topic a new replica
+	// list, or cancels their reassignment in progress (Replicas nil).
+	// Results are indexed like parts. All or nothing within the topic:
+	// when one partition is refused none changes, and the acceptable
+	// ones report INVALID_REQUEST ("not applied").
+	AlterReassignments(ctx context.Context, topic string, parts []PartitionReassignment) ([]AdminResult, error)
+	// ListReassignments returns every reassignment in progress, sorted
+	// by topic and partition.
+	ListReassignments(ctx context.Context) ([]Reassignment, error)
+}
+
+// TopicPartitions names partitions of one topic.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// PartitionResult is the outcome of an operation on one partition.
+type PartitionResult struct {
+	Topic     string
+	Partition int32
+	AdminResult
+}
+
+// ElectionResult answers ElectPreferredLeaders.
+type ElectionResult struct {
+	// AdminResult is the request's top-level outcome.
+	AdminResult
+	// Partitions are the per-partition outcomes.
+	Partitions []PartitionResult
+}
+
+// PartitionReassignment is one partition's target replica list (host ids,
+// preferred first); nil cancels the partition's reassignment in progress.
+type PartitionReassignment struct {
+	Partition int32
+	Replicas  []int32
+}
+
+// Reassignment is one partition's reassignment in progress.
+type Reassignment struct {
+	Topic     string
+	Partition int32
+	// Replicas is the full replica set (target followed by the replicas
+	// being removed); Adding and Removing the target replicas not yet in
+	// the old set and the old ones not in the target.
+	Replicas, Adding, Removing []int32
+}
+
+// partitionAdminEnabled is the enabled test of the partition admin APIs:
+// they need Config.PartitionAdmin.
+func partitionAdminEnabled(cfg *Config) bool { return cfg.PartitionAdmin != nil }

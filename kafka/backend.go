@@ -48,8 +48,8 @@ type MetadataQuery struct {
 	// order.
 	Topics []string
 	// AllowAutoCreate is the request's allow_auto_topic_creation (v4+;
-	// true before v4). Not acted on yet: topic auto-creation is a later
-	// step of issue 13.
+	// true before v4). The handler acts on it (Config.Topics.AutoCreate,
+	// through the AdminBackend); the Backend need not.
 	AllowAutoCreate bool
 }
 

@@ -7,9 +7,11 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Defaults of the limits, Kafka's where Kafka has one.
@@ -55,6 +57,15 @@ type Config struct {
 	// DescribeGroups, ListGroups, DeleteGroups). Optional: when nil those
 	// APIs are neither advertised nor served.
 	Groups GroupBackend
+	// PartitionAdmin answers the partition admin APIs (ElectLeaders,
+	// AlterPartitionReassignments, ListPartitionReassignments).
+	// Optional: when nil those APIs are neither advertised nor served.
+	PartitionAdmin PartitionAdminBackend
+	// Topics are the host's topic settings (Kafka's
+	// auto.create.topics.enable, num.partitions,
+	// default.replication.factor): auto-creation by Metadata, and what
+	// DescribeConfigs reports for the BROKER resource.
+	Topics TopicSettings
 	// MaxRequestBytes is socket.request.max.bytes: a frame longer than
 	// this closes its connection. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int32
@@ -71,6 +82,34 @@ type Config struct {
 	// connections: at most one per kind per LogEvery. Default
 	// DefaultLogEvery.
 	LogEvery time.Duration
+}
+
+// Kafka's defaults of the topic settings.
+const (
+	// DefaultNumPartitions is num.partitions.
+	DefaultNumPartitions = 1
+	// DefaultReplicationFactor is default.replication.factor.
+	DefaultReplicationFactor = 1
+)
+
+// TopicSettings are the broker settings about topics that a client can
+// see (DescribeConfigs of the BROKER resource) and that Metadata acts on.
+type TopicSettings struct {
+	// AutoCreate is auto.create.topics.enable: a Metadata request that
+	// allows auto-creation (v0-3 always; v4+ with
+	// allow_auto_topic_creation) and names an unknown topic has it
+	// created through AdminBackend.CreateTopic with the defaults (-1),
+	// and answers LEADER_NOT_AVAILABLE until it has leaders. Off by
+	// default (Kafka's default is on; a typo in a producer's topic name
+	// then creates a topic). Needs Config.Admin.
+	AutoCreate bool
+	// NumPartitions and ReplicationFactor are num.partitions and
+	// default.replication.factor: what a topic created with -1 (by
+	// CreateTopics v4+, or auto-created) gets. They are reported here;
+	// the AdminBackend applies them. Zero: DefaultNumPartitions,
+	// DefaultReplicationFactor.
+	NumPartitions     int32
+	ReplicationFactor int16
 }
 
 // withDefaults returns c with unset limits at their defaults.
@@ -90,6 +129,12 @@ func (c Config) withDefaults() Config {
 	if c.LogEvery == 0 {
 		c.LogEvery = DefaultLogEvery
 	}
+	if c.Topics.NumPartitions == 0 {
+		c.Topics.NumPartitions = DefaultNumPartitions
+	}
+	if c.Topics.ReplicationFactor == 0 {
+		c.Topics.ReplicationFactor = DefaultReplicationFactor
+	}
 	return c
 }
 
@@ -106,6 +151,41 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: max in-flight %d: want at least 1", ErrBadConfig, c.MaxInFlight)
 	case c.LogEvery < 0:
 		return fmt.Errorf("%w: log every %v: want positive", ErrBadConfig, c.LogEvery)
+	case c.Topics.NumPartitions < 0:
+		return fmt.Errorf("%w: num.partitions %d: want at least 1", ErrBadConfig, c.Topics.NumPartitions)
+	case c.Topics.ReplicationFactor < 0:
+		return fmt.Errorf("%w: default.replication.factor %d: want at least 1", ErrBadConfig, c.Topics.ReplicationFactor)
+	case c.Topics.AutoCreate && c.Admin == nil:
+		return fmt.Errorf("%w: topic auto-creation needs an admin backend", ErrBadConfig)
 	}
 	return nil
+}
+
+// Broker config keys reported by DescribeConfigs for the BROKER resource.
+const (
+	ConfigAutoCreateTopics         = "auto.create.topics.enable"
+	ConfigNumPartitions            = "num.partitions"
+	ConfigDefaultReplicationFactor = "default.replication.factor"
+)
+
+// brokerConfigEntries are the broker configs DescribeConfigs reports for
+// a BROKER resource: the topic settings, read-only (they are the host's
+// flags), STATIC_BROKER_CONFIG when a flag changed them, DEFAULT_CONFIG
+// otherwise. Sorted by name. Pure.
+func brokerConfigEntries(t TopicSettings) []ConfigEntry {
+	entry := func(name, value, def string, typ kmsg.ConfigType, doc string) ConfigEntry {
+		e := ConfigEntry{Name: name, Value: value, Default: value == def, DefaultValue: def, ReadOnly: true, Type: int8(typ), Doc: doc}
+		if !e.Default {
+			e.Source = int8(kmsg.ConfigSourceStaticBrokerConfig)
+		}
+		return e
+	}
+	return []ConfigEntry{
+		entry(ConfigAutoCreateTopics, strconv.FormatBool(t.AutoCreate), "false", kmsg.ConfigTypeBoolean,
+			"Create a topic when a Metadata request names it and allows auto-creation (the host's --auto-create-topics; off by default, unlike Kafka)"),
+		entry(ConfigDefaultReplicationFactor, strconv.Itoa(int(t.ReplicationFactor)), strconv.Itoa(DefaultReplicationFactor), kmsg.ConfigTypeInt,
+			"The replication factor of auto-created topics and of topics created with -1 (the host's --default-replication-factor)"),
+		entry(ConfigNumPartitions, strconv.Itoa(int(t.NumPartitions)), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt,
+			"The partition count of auto-created topics and of topics created with -1 (the host's --num-partitions)"),
+	}
 }

@@ -120,9 +120,12 @@ func createTopicsResponse(req *kmsg.CreateTopicsRequest, results []CreateTopicRe
 	return resp
 }
 
-// configSource is e's Kafka config source: DEFAULT_CONFIG, or
-// DYNAMIC_TOPIC_CONFIG for an override.
+// configSource is e's Kafka config source: e.Source when set, else
+// DEFAULT_CONFIG, or DYNAMIC_TOPIC_CONFIG for an override.
 func configSource(e ConfigEntry) kmsg.ConfigSource {
+	if e.Source != 0 {
+		return kmsg.ConfigSource(e.Source)
+	}
 	if e.Default {
 		return kmsg.ConfigSourceDefaultConfig
 	}

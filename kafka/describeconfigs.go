@@ -8,9 +8,11 @@
 //     otherwise), read_only, is_sensitive false, its synonyms when asked
 //     (v1+: the override, then the default), its type (v3+) and, when
 //     asked, its documentation (v3+).
-//   - BROKER resources: an empty list and no error. A host's settings are
-//     its flags, not broker configs a client could alter; clients (kadm,
-//     sarama, kcat) take an empty list as "nothing set".
+//   - BROKER resources: the host's topic settings (Config.Topics:
+//     auto.create.topics.enable, num.partitions,
+//     default.replication.factor), read-only, STATIC_BROKER_CONFIG when a
+//     flag changed them, else DEFAULT_CONFIG. A host's settings are its
+//     flags, not broker configs a client could alter.
 //   - Any other resource type: INVALID_REQUEST for that resource.
 //
 // Error codes: INVALID_REQUEST (42), and whatever the backend reports:
@@ -44,7 +46,7 @@ func handleDescribeConfigs(c *conn, r *request) reply {
 				}
 				results[i] = got
 			case kmsg.ConfigResourceTypeBroker:
-				// No broker configs: an empty list.
+				results[i] = TopicConfigsResult{Configs: brokerConfigEntries(c.srv.cfg.Topics)}
 			default:
 				results[i] = TopicConfigsResult{AdminResult: AdminResult{ErrorCode: kerr.InvalidRequest.Code,
 					ErrorMessage: fmt.Sprintf("resource type %s is not supported: only TOPIC and BROKER", res.ResourceType)}}
@@ -95,7 +97,7 @@ func describedConfig(req *kmsg.DescribeConfigsRequest, e ConfigEntry) kmsg.Descr
 		// In order of precedence: the override, then the default.
 		if !e.Default {
 			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			syn.Name, syn.Value, syn.Source = e.Name, kmsg.StringPtr(e.Value), kmsg.ConfigSourceDynamicTopicConfig
+			syn.Name, syn.Value, syn.Source = e.Name, kmsg.StringPtr(e.Value), configSource(e)
 			sc.ConfigSynonyms = append(sc.ConfigSynonyms, syn)
 		}
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()

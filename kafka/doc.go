@@ -49,7 +49,10 @@
 //	alterconfigs.go         AlterConfigs (33): replace a topic's overrides
 //	incrementalalterconfigs.go IncrementalAlterConfigs (44): SET / DELETE ops
 //	describecluster.go      DescribeCluster (60), from the Metadata backend
-//	adminbackend.go         the AdminBackend interface (one call per topic)
+//	adminbackend.go         the AdminBackend interface (one call per topic), PartitionAdminBackend
+//	electleaders.go         ElectLeaders (43): preferred elections; unclean refused
+//	alterpartitionreassignments.go AlterPartitionReassignments (45): all or nothing per topic
+//	listpartitionreassignments.go  ListPartitionReassignments (46)
 //	frame.go                framing and request headers around kmsg's codecs
 //	conn.go                 one connection: reader, writer, ordering, limits
 //	server.go               accept loop, Close
@@ -122,16 +125,15 @@
 //
 // # Served so far
 //
-// ApiVersions 0-4 and Metadata 0-12 (no topic auto-creation yet:
-// UNKNOWN_TOPIC_OR_PARTITION for unknown names; __consumer_offsets is
-// internal; no feature flags in ApiVersions). With a DataBackend: Produce
+// ApiVersions 0-4 and Metadata 0-12 (UNKNOWN_TOPIC_OR_PARTITION for
+// unknown names unless Config.Topics.AutoCreate creates them, through the
+// AdminBackend; __consumer_offsets is internal; no feature flags in
+// ApiVersions). With a DataBackend: Produce
 // advertised 0-12 and served 3-12, Fetch 4-12 (sessionless: session id 0),
 // ListOffsets 1-7, OffsetForLeaderEpoch 2-4, InitProducerId 0-5
 // (idempotent only; a transactional id, in InitProducerId or Produce, is
-// refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Still to come in
-// later steps of issue 13: topic auto-creation, ElectLeaders and the
-// partition-reassignment APIs. The host wires every backend
-// (host/kafka*.go).
+// refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED). The host wires
+// every backend (host/kafka*.go).
 // Transactions, KIP-848, telemetry, share groups and SASL are not
 // advertised. librdkafka 2.0 enables LZ4 only when FindCoordinator is
 // advertised, so without a GroupBackend it sends lz4-configured batches
@@ -150,10 +152,16 @@
 //
 // With an AdminBackend: CreateTopics 0-7, DeleteTopics 0-5 (v6, by topic
 // id, is not advertised), CreatePartitions 0-3, DescribeConfigs 0-4
-// (topic resources; broker resources answer an empty list),
+// (topic resources; broker resources answer the topic settings of
+// Config.Topics),
 // AlterConfigs 0-2 and IncrementalAlterConfigs 0-1 (topics only; broker
 // resources are refused with INVALID_REQUEST), DescribeCluster 0-1.
 // Manual replica assignments are refused with INVALID_REQUEST.
+//
+// With a PartitionAdminBackend (the controller's preferred-leader election
+// and partition reassignment): ElectLeaders 0-2 (PREFERRED only; UNCLEAN
+// is refused with INVALID_REQUEST), AlterPartitionReassignments 0 (the
+// replication factor cannot change) and ListPartitionReassignments 0.
 //
 // # Threading
 //

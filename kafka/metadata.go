@@ -6,11 +6,24 @@
 //     (v1+) come from the Backend.
 //   - Topics: all of them for a null list (v1+) or an empty one (v0), none
 //     for an empty list (v1+), else those named, deduplicated in request
-//     order. A name the Backend does not know is UNKNOWN_TOPIC_OR_PARTITION
-//     (no auto-creation yet: allow_auto_topic_creation is passed on but not
-//     acted on). v12 may name a topic by id: an unknown id is
+//     order. A name the Backend does not know is UNKNOWN_TOPIC_OR_PARTITION,
+//     unless it is auto-created (below). v12 may name a topic by id: an
+//     unknown id is
 //     UNKNOWN_TOPIC_ID; a topic with neither a name nor an id, or named by
 //     id before v12, is INVALID_REQUEST.
+//   - Auto-creation (Config.Topics.AutoCreate, Kafka's
+//     auto.create.topics.enable): a request that allows it (v0-3 always,
+//     v4+ when allow_auto_topic_creation is set) naming a topic the
+//     Backend does not know has it created through
+//     AdminBackend.CreateTopic with the host's defaults (-1: num.partitions,
+//     default.replication.factor), as Kafka does, and answers it
+//     LEADER_NOT_AVAILABLE (the client asks again and finds it; a topic
+//     created meanwhile by another request counts as created). An invalid
+//     name is INVALID_TOPIC_EXCEPTION; names starting with "__" (internal
+//     topics, __consumer_offsets among them) are never auto-created and
+//     stay UNKNOWN_TOPIC_OR_PARTITION; a refused creation answers the
+//     refusal's code (e.g. INVALID_REPLICATION_FACTOR when there are
+//     fewer live hosts than default.replication.factor).
 //   - __consumer_offsets is internal (v1+).
 //   - A partition without a leader, or whose leader is not a live broker,
 //     has leader -1 and LEADER_NOT_AVAILABLE. For v0 only, replicas and ISR
@@ -24,15 +37,20 @@
 //     reconnects and asks again).
 //
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE (5),
-// REPLICA_NOT_AVAILABLE (9), INVALID_REQUEST (42), UNKNOWN_TOPIC_ID (100),
-// and whatever the Backend reports per topic or partition.
+// REPLICA_NOT_AVAILABLE (9), INVALID_TOPIC_EXCEPTION (17),
+// INVALID_REQUEST (42), UNKNOWN_TOPIC_ID (100), whatever the Backend
+// reports per topic or partition, and what an auto-creation is refused
+// with (INVALID_REPLICATION_FACTOR (38), POLICY_VIOLATION (44), ...).
 
 package kafka
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -49,6 +67,9 @@ func handleMetadata(c *conn, r *request) reply {
 	return c.async(r, func(ctx context.Context) (kmsg.Response, error) {
 		md, err := c.srv.cfg.Backend.Metadata(ctx, q)
 		if err != nil {
+			return nil, err
+		}
+		if err := c.autoCreateTopics(ctx, q, md); err != nil {
 			return nil, err
 		}
 		return metadataResponse(req, md), nil
@@ -226,4 +247,89 @@ func liveOnly(ids []int32, live map[int32]bool) []int32 {
 		}
 	}
 	return out
+}
+
+// autoCreateTopics creates, when the server auto-creates topics and q
+// allows it, the topics q names that md lacks, and adds each to md as a
+// topic without partitions whose error code is the creation's outcome
+// (autoCreateCode). A Go error from the AdminBackend is a local fault.
+func (c *conn) autoCreateTopics(ctx context.Context, q MetadataQuery, md *ClusterMetadata) error {
+	if !c.srv.cfg.Topics.AutoCreate || !q.AllowAutoCreate || q.AllTopics {
+		return nil
+	}
+	for _, name := range missingTopics(q, md) {
+		code, msg := autoCreateRefusal(name)
+		if code == 0 {
+			res, err := c.srv.cfg.Admin.CreateTopic(ctx, CreateTopicQuery{Name: name, Partitions: -1, ReplicationFactor: -1})
+			if err != nil {
+				return fmt.Errorf("auto-create topic %q: %w", name, err)
+			}
+			code, msg = autoCreateCode(res.ErrorCode), res.ErrorMessage
+			log := c.srv.log.WithField("topic", name)
+			if res.ErrorCode == 0 {
+				log.WithFields(logrus.Fields{"partitions": res.Partitions, "replication_factor": res.ReplicationFactor}).Info("topic auto-created for a Metadata request")
+			} else if code != kerr.LeaderNotAvailable.Code {
+				log.WithFields(logrus.Fields{"code": res.ErrorCode, "reason": msg}).Warn("topic auto-creation refused")
+			}
+		}
+		md.Topics = append(md.Topics, Topic{Name: name, ErrorCode: code})
+	}
+	return nil
+}
+
+// missingTopics are the names q asks for that md does not hold, in q's
+// order. Pure.
+func missingTopics(q MetadataQuery, md *ClusterMetadata) []string {
+	have := make(map[string]bool, len(md.Topics))
+	for _, t := range md.Topics {
+		have[t.Name] = true
+	}
+	var out []string
+	for _, name := range q.Topics {
+		if !have[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// autoCreateRefusal is the code (0: none) a topic name gets without
+// asking the backend: INVALID_TOPIC_EXCEPTION for a name Kafka refuses,
+// UNKNOWN_TOPIC_OR_PARTITION for an internal name ("__" prefix), which is
+// never auto-created. Pure.
+func autoCreateRefusal(name string) (int16, string) {
+	switch {
+	case !validTopicName(name):
+		return kerr.InvalidTopicException.Code, fmt.Sprintf("invalid topic name %q", name)
+	case strings.HasPrefix(name, "__"):
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("internal topic %q is not auto-created", name)
+	}
+	return 0, ""
+}
+
+// autoCreateCode is the Metadata error code of a topic whose
+// auto-creation the backend answered with code: LEADER_NOT_AVAILABLE for
+// a topic created (now, or by someone else meanwhile), whose leaders are
+// not known yet, else the refusal. Pure.
+func autoCreateCode(code int16) int16 {
+	if code == 0 || code == kerr.TopicAlreadyExists.Code {
+		return kerr.LeaderNotAvailable.Code
+	}
+	return code
+}
+
+// validTopicName reports whether Kafka accepts name as a topic name: 1 to
+// 249 characters of [a-zA-Z0-9._-], neither "." nor "..". Pure.
+func validTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

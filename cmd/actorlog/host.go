@@ -19,6 +19,7 @@ import (
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/host"
+	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -112,6 +113,12 @@ command line wins over the environment, which wins over the file.`,
 		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
 	f.StringVar(&cfg.KafkaAdvertise, "kafka-advertise", "",
 		"address Kafka clients reach --kafka-listen at (default --kafka-listen; on 0.0.0.0 the host of --advertise with the Kafka port)")
+	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", false,
+		"create a topic when a Kafka client's Metadata request names an unknown one (Kafka's auto.create.topics.enable; off by default, unlike Kafka)")
+	f.Int32Var(&cfg.NumPartitions, "num-partitions", kafka.DefaultNumPartitions,
+		"partitions of an auto-created topic, and of one a Kafka CreateTopics request creates with -1 (Kafka's num.partitions)")
+	f.Int16Var(&cfg.DefaultReplicationFactor, "default-replication-factor", kafka.DefaultReplicationFactor,
+		"replication factor of those topics (Kafka's default.replication.factor); more than the live hosts is refused with INVALID_REPLICATION_FACTOR")
 	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
 	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")
