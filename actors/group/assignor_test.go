@@ -47,7 +47,16 @@ func TestDecodeSubscriptionVersions(t *testing.T) {
 	if err != nil || !slices.Equal(s.Topics, []string{"t"}) || len(s.Owned) != 0 || s.Generation != -1 {
 		t.Fatalf("v0: %+v, %v", s, err)
 	}
-	for _, b := range [][]byte{nil, {0}, {0, 3, 0, 0, 0, 9}} {
+	// segmentio/kafka-go sends version 1 cut short after the user data (no
+	// owned partitions): read as v0, as kgo and Sarama do.
+	v0.UserData = []byte("ud")
+	short := v0.AppendTo(nil)
+	short[1] = 1
+	s, err = DecodeSubscription(short)
+	if err != nil || !slices.Equal(s.Topics, []string{"t"}) || string(s.UserData) != "ud" || len(s.Owned) != 0 || s.Generation != -1 {
+		t.Fatalf("short v1: %+v, %v", s, err)
+	}
+	for _, b := range [][]byte{nil, {0}, {0, 3, 0, 0, 0, 9}, {0, 1, 0, 0, 0, 9}} {
 		if _, err := DecodeSubscription(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("DecodeSubscription(%v): %v, want ErrMalformed", b, err)
 		}

@@ -82,11 +82,17 @@ func EncodeSubscription(s Subscription) []byte {
 }
 
 // DecodeSubscription decodes a ConsumerMemberMetadata of any version (owned
-// partitions empty before v1, generation -1 before v2).
+// partitions empty before v1, generation -1 before v2). A v1 subscription
+// cut short before its owned partitions is read as v0: segmentio/kafka-go
+// sends exactly that, and kgo and Sarama accept it the same way.
 func DecodeSubscription(b []byte) (Subscription, error) {
 	m := kmsg.NewConsumerMemberMetadata()
 	if err := m.ReadFrom(b); err != nil {
-		return Subscription{}, fmt.Errorf("%w: subscription of %d bytes: %w", ErrMalformed, len(b), err)
+		v0 := kmsg.NewConsumerMemberMetadata()
+		if len(b) < 2 || b[0] != 0 || b[1] != 1 || v0.ReadFrom(append([]byte{0, 0}, b[2:]...)) != nil {
+			return Subscription{}, fmt.Errorf("%w: subscription of %d bytes: %w", ErrMalformed, len(b), err)
+		}
+		m = v0
 	}
 	s := Subscription{Topics: m.Topics, Generation: m.Generation, UserData: m.UserData, Owned: Assignment{}}
 	for _, op := range m.OwnedPartitions {

@@ -294,6 +294,15 @@ func TestKafkaThreeHosts(t *testing.T) {
 	}
 }
 
+// startKafkaHost starts one host with a Kafka listener on a free loopback
+// port (extra flags go to the host); it returns the host and the
+// listener's address.
+func startKafkaHost(t *testing.T, extra ...string) (*hostProc, string) {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(freeBase(t))
+	return startHost(t, t.TempDir(), freeBase(t), append([]string{"--kafka-listen", addr}, extra...)...), addr
+}
+
 // startKafkaCluster starts three host processes that form one cluster,
 // each with its own Kafka listener (node id = host id = position + 1);
 // extra flags go to every host. It returns the hosts and their Kafka

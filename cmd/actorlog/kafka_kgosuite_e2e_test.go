@@ -34,8 +34,7 @@ func TestKgoIntegrationSuite(t *testing.T) {
 	t.Logf("kgo suite: %d tests to pass, %d excluded", len(run), len(excluded))
 
 	t.Run("OneHost", func(t *testing.T) {
-		kafkaAddr := "127.0.0.1:" + strconv.Itoa(freeBase(t))
-		startHost(t, t.TempDir(), freeBase(t), append([]string{"--kafka-listen", kafkaAddr}, kgoSuiteHostFlags...)...)
+		_, kafkaAddr := startKafkaHost(t, kgoSuiteHostFlags...)
 		runKgoSuite(t, []string{kafkaAddr}, 1, run)
 	})
 	t.Run("ThreeHosts", func(t *testing.T) {
