@@ -34,7 +34,9 @@ type ListOffsetsRequest struct {
 	Partition int32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	// -1 for the latest offset (the high watermark, or the last stable offset
 	// under ISOLATION_LEVEL_READ_COMMITTED), -2 for the earliest (the log start
-	// offset), otherwise milliseconds since the Unix epoch: the first offset
+	// offset), -3 for the record with the largest timestamp below the high
+	// watermark (the earliest such record on a tie; Kafka's MAX_TIMESTAMP,
+	// KIP-734), otherwise milliseconds since the Unix epoch: the first offset
 	// whose batch's max timestamp is at or after it.
 	Timestamp int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	// The leader epoch the sender believes current, or -1 when unknown (no
@@ -124,14 +126,17 @@ func (x *ListOffsetsRequest) GetCorrelationId() int64 {
 // timestamp at or after the requested one, error_code is
 // ERROR_CODE_UNSPECIFIED, timestamp is -1 and offset is the high watermark:
 // where such a record will be written, decided atomically with the search
-// (Kafka answers -1 and leaves the client a racy second request).
+// (Kafka answers -1 and leaves the client a racy second request). For
+// timestamp -3 on a partition with no record below the high watermark,
+// error_code is ERROR_CODE_UNSPECIFIED and offset and timestamp are -1, as
+// Kafka answers.
 //
 // error_code is one of:
 //   - ERROR_CODE_UNSPECIFIED;
 //   - ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION;
 //   - ERROR_CODE_NOT_LEADER_OR_FOLLOWER, ERROR_CODE_LEADER_NOT_AVAILABLE;
 //   - ERROR_CODE_FENCED_LEADER_EPOCH, ERROR_CODE_UNKNOWN_LEADER_EPOCH;
-//   - ERROR_CODE_INVALID_REQUEST (timestamp below -2);
+//   - ERROR_CODE_INVALID_REQUEST (timestamp below -3);
 //   - ERROR_CODE_KAFKA_STORAGE_ERROR, ERROR_CODE_UNKNOWN_SERVER_ERROR.
 type ListOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -146,8 +151,9 @@ type ListOffsetsResponse struct {
 	ErrorCode ErrorCode `protobuf:"varint,4,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
 	// Human-readable detail for a non-zero error_code; empty on success.
 	ErrorMessage string `protobuf:"bytes,5,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	// Timestamp of the record found, in milliseconds since the Unix epoch; -1
-	// for the earliest/latest look-ups and when nothing was found.
+	// Timestamp of the record found (for -3, the largest), in milliseconds
+	// since the Unix epoch; -1 for the earliest/latest look-ups and when
+	// nothing was found.
 	Timestamp int64 `protobuf:"varint,6,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	// The offset found (the high watermark when no record is that new), or -1
 	// on error.

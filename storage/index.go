@@ -71,6 +71,18 @@ func (x *segIndex) lookupTime(ts int64) (uint32, bool) {
 	return x.times[i-1].rel, true
 }
 
+// lastTimeBefore returns the last time entry whose relative offset is
+// < rel, and whether there is one.
+func (x *segIndex) lastTimeBefore(rel uint32) (timeEntry, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel >= rel })
+	if i == 0 {
+		return timeEntry{}, false
+	}
+	return x.times[i-1], true
+}
+
 func (x *segIndex) appendOffset(e offsetEntry) {
 	x.mu.Lock()
 	x.offsets = append(x.offsets, e)

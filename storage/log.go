@@ -9,7 +9,7 @@
 // DeleteExpiredSegments, AssignEpoch, ExpireProducers, WriteHighWatermark,
 // Flush and Close. They are serialized by a mutex all the same, so a
 // background flusher or a mistaken second caller cannot corrupt it. Read,
-// OffsetForTimestamp and the accessors may be called from any goroutine
+// OffsetForTimestamp, MaxTimestamp and the accessors may be called from any goroutine
 // concurrently with the writer: appends never block reads, and reads of
 // sealed segments never block appends.
 //

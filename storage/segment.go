@@ -51,7 +51,7 @@ func parseOffsetName(name, suffix string) (int64, bool) {
 // segment is one .log file and its indexes.
 //
 // Threading: the writer (holding Log.mu) appends, rolls and truncates.
-// Readers (holding Log.rmu for reading) use size, maxTS, corruptAt and the
+// Readers (holding Log.rmu for reading) use size, maxTS, maxTSAt, corruptAt and the
 // index under its own lock; bytes below size are complete batches that never
 // change while a reader holds Log.rmu.
 //
@@ -73,6 +73,12 @@ type segment struct {
 	size      atomic.Int64 // bytes of complete batches, readable
 	maxTS     atomic.Int64 // largest batch max timestamp, -1 when empty
 	corruptAt int64        // >= 0: framing broke here in a sealed segment; reads past it fail
+	// maxTSAt is the first batch holding maxTS (maxts.go): set by the
+	// writer on append and by every scan that rebuilds the segment (so
+	// recovery and truncation rebuild it); nil while unknown (a sealed
+	// segment loaded from its indexes, until a reader finds it) or while
+	// no batch carries a timestamp.
+	maxTSAt atomic.Pointer[tsMark]
 
 	// writes counts the writes and truncations of the segment's files;
 	// synced is the value of writes that the last successful fsync of all
@@ -199,6 +205,7 @@ func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
 	}
 	if h.MaxTimestamp > s.maxTS.Load() {
 		s.maxTS.Store(h.MaxTimestamp)
+		s.maxTSAt.Store(newTSMark(h, pos))
 	}
 	s.next = h.NextOffset()
 	s.lastOffsetRel = uint32(h.LastOffset() - s.base)
@@ -385,6 +392,7 @@ func (s *segment) rebuild(fileSize int64, verify bool, indexInterval int) (int64
 	s.idx.reset()
 	s.next, s.rollTS, s.bytesSinceIndex, s.lastOffsetRel = s.base, -1, 0, 0
 	s.maxTS.Store(-1)
+	s.maxTSAt.Store(nil)
 	return scanBatches(s.log, 0, fileSize, verify, s.indexVisitor(indexInterval))
 }
 

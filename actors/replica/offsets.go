@@ -6,9 +6,14 @@
 // answer is the high watermark with timestamp -1: where such a record will
 // be written, decided in the same step as the search, so a consumer seeking
 // to "now" cannot miss a record produced between two lookups (Kafka answers
-// -1 and leaves the client a racy second request).
+// -1 and leaves the client a racy second request). Timestamp -3
+// (MaxTimestamp, KIP-734) is the record with the largest timestamp below
+// the high watermark, the earliest on a tie, from the log's per-segment
+// max-timestamp marks (storage/maxts.go); none is offset and timestamp -1,
+// as Kafka answers. Kafka answers none when the partition's newest record
+// is not yet below the high watermark; this answers the newest below it.
 // Error codes: UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
-// UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (other negative timestamps),
+// UNKNOWN_LEADER_EPOCH, INVALID_REQUEST (negative timestamps below -3),
 // CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR.
 //
 // OffsetForLeaderEpoch (KIP-101/279): the largest epoch <= the requested one
@@ -42,8 +47,16 @@ func (r *Replica) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequ
 			resp.Offset = r.log.LogStartOffset()
 		case ts == messages.LatestTimestamp:
 			resp.Offset = r.hw
+		case ts == messages.MaxTimestamp:
+			off, t, found, err := r.log.MaxTimestamp(r.hw)
+			switch {
+			case err != nil:
+				code, msg = codeFor(err), err.Error()
+			case found:
+				resp.Offset, resp.Timestamp = off, t
+			}
 		case ts < 0:
-			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUEST, "timestamp must be -1 (latest), -2 (earliest) or >= 0"
+			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUEST, "timestamp must be -1 (latest), -2 (earliest), -3 (max timestamp) or >= 0"
 		default:
 			off, t, found, err := r.log.OffsetForTimestamp(ts)
 			switch {
