@@ -7,9 +7,10 @@
 //
 //   - Append: messages.ProduceRequest, sent before Append returns (so
 //     pipelined appends reach the replica's mailbox in call order and go
-//     through its idempotent deduplication unchanged); the answer is
-//     awaited off the caller's goroutine. acks=0 is a plain send: the
-//     replica answers nothing.
+//     through its idempotent deduplication unchanged); the answer goes to
+//     the append's own answer process (appendCall), which maps it where
+//     it arrives, with no goroutine per append. acks=0 is a plain send:
+//     the replica answers nothing.
 //   - Read: messages.FetchRequest with max_wait 0 (a consumer fetch,
 //     replica_id -1, below the high watermark); with a last fetched
 //     epoch, also an OffsetForLeaderEpochRequest for the diverging-epoch
@@ -33,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,11 +51,13 @@ const (
 	// kafkaReplicaTimeout bounds one read-side request to a local replica
 	// (Read, ListOffset, EpochEndOffset).
 	kafkaReplicaTimeout = 10 * time.Second
-	// kafkaAppendSlack is how much longer than the produce's own timeout
-	// an append waits for the replica's answer before it reports
-	// REQUEST_TIMED_OUT (the replica answers acks=all timeouts itself).
-	kafkaAppendSlack = 5 * time.Second
 )
+
+// kafkaAppendSlack is how much longer than the produce's own timeout an
+// append waits for the replica's answer before it reports REQUEST_TIMED_OUT
+// (the replica answers acks=all timeouts itself). A variable only so that
+// tests can shorten it.
+var kafkaAppendSlack = 5 * time.Second
 
 // kafkaData is the kafka.DataBackend of a host. Safe for concurrent use:
 // it holds no state of its own apart from the watch hub (kafkadata_watch.go),
@@ -178,23 +182,97 @@ func (d *kafkaData) Append(ctx context.Context, req kafka.AppendRequest) <-chan 
 	if preq.TimeoutMs > 0 {
 		wait = time.Duration(preq.TimeoutMs) * time.Millisecond
 	}
-	f := d.root.RequestFuture(pid, preq, wait+kafkaAppendSlack)
-	go func() {
-		out <- d.appendResult(ctx, req, f)
-	}()
+	call := &appendCall{d: d, ctx: ctx, req: req, out: out}
+	sys := d.root.ActorSystem()
+	self, ok := sys.ProcessRegistry.Add(call, "kafka-append$"+sys.ProcessRegistry.NextId())
+	if !ok { // ids are a counter: cannot happen
+		out <- d.appendOutcome(ctx, req, nil, errors.New("registering the append's answer process failed"))
+		return out
+	}
+	call.self = self
+	call.timer.Store(time.AfterFunc(wait+kafkaAppendSlack, func() { call.finish(nil, actor.ErrTimeout) }))
+	d.root.RequestWithCustomSender(pid, preq, self)
 	return out
 }
 
-// appendResult waits for f, the replica's answer to req's produce, and
-// maps it (ctx is not waited on: the replica answers within the timeout).
-func (d *kafkaData) appendResult(ctx context.Context, req kafka.AppendRequest, f *actor.Future) kafka.AppendResult {
+// appendCall is one append (acks 1 or all) waiting for its replica's
+// answer. Like protoactor's Future it is a process in the actor system's
+// registry, under its own PID, that the replica answers (or the dead
+// letter process, when there is no replica); unlike a Future nothing
+// blocks on it: the answer is mapped and sent on Append's channel by the
+// goroutine that delivers it. For a ProduceResponse, the common case, that
+// is the replica's own goroutine, and the mapping is a few field copies
+// and a send that cannot block (the channel has room for the one result),
+// so an append costs no goroutine, no condition variable and no second
+// channel. The rarer outcomes that log or ask the broker (a missing
+// replica, a timeout, an unexpected answer) are mapped on a goroutine of
+// their own, as before.
+type appendCall struct {
+	d     *kafkaData
+	ctx   context.Context
+	req   kafka.AppendRequest
+	out   chan kafka.AppendResult
+	self  *actor.PID
+	timer atomic.Pointer[time.Timer]
+	done  atomic.Bool
+}
+
+var _ actor.Process = (*appendCall)(nil)
+
+// SendUserMessage takes the replica's answer, or the dead letter process's
+// answer when the replica does not exist.
+func (c *appendCall) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	if _, ok := msg.(*actor.DeadLetterResponse); ok {
+		c.finish(nil, actor.ErrDeadLetter)
+		return
+	}
+	c.finish(msg, nil)
+}
+
+// SendSystemMessage is taken as the answer, as a Future does (it maps to
+// UNKNOWN_SERVER_ERROR: no system message is a ProduceResponse).
+func (c *appendCall) SendSystemMessage(_ *actor.PID, message any) { c.finish(message, nil) }
+
+// Stop ends the call without an answer, as a Future's Stop does.
+func (c *appendCall) Stop(*actor.PID) { c.finish(nil, nil) }
+
+// finish maps the first outcome (answer, dead letter or timeout) onto out
+// and unregisters the call; later ones are ignored.
+func (c *appendCall) finish(res any, err error) {
+	if !c.done.CompareAndSwap(false, true) {
+		return
+	}
+	if t := c.timer.Load(); t != nil {
+		t.Stop()
+	}
+	c.d.root.ActorSystem().ProcessRegistry.Remove(c.self)
+	if resp, ok := res.(*messages.ProduceResponse); ok && err == nil {
+		c.out <- produceResult(resp)
+		return
+	}
+	go func() { c.out <- c.d.appendOutcome(c.ctx, c.req, res, err) }()
+}
+
+// produceResult maps the replica's answer to a produce.
+func produceResult(resp *messages.ProduceResponse) kafka.AppendResult {
+	return kafka.AppendResult{
+		ErrorCode: int16(resp.ErrorCode), ErrorMessage: resp.ErrorMessage,
+		BaseOffset: resp.BaseOffset, LogAppendTime: resp.LogAppendTimeMs, LogStartOffset: resp.LogStartOffset,
+	}
+}
+
+// appendOutcome maps the outcome of req's produce: the replica's answer
+// res, or err (actor.ErrDeadLetter when there is no local replica,
+// actor.ErrTimeout when the replica did not answer in time).
+func (d *kafkaData) appendOutcome(ctx context.Context, req kafka.AppendRequest, res any, err error) kafka.AppendResult {
 	failed := kafka.AppendResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	res, err := awaitFuture(context.WithoutCancel(ctx), f, req.Topic, req.Partition)
-	if errors.Is(err, errNoReplica) {
+	if errors.Is(err, actor.ErrDeadLetter) {
 		failed.ErrorCode = d.routingCode(ctx, req.Topic, req.Partition)
 		return failed
 	}
 	if err != nil {
+		err = fmt.Errorf("ask replica %s-%d: %w", req.Topic, req.Partition, err)
 		d.log.WithError(err).WithFields(logrus.Fields{"topic": req.Topic, "partition": req.Partition}).Warn("Kafka produce: the local replica did not answer")
 		failed.ErrorCode, failed.ErrorMessage = int16(messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT), err.Error()
 		return failed
@@ -205,10 +283,7 @@ func (d *kafkaData) appendResult(ctx context.Context, req kafka.AppendRequest, f
 		failed.ErrorCode = int16(messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR)
 		return failed
 	}
-	return kafka.AppendResult{
-		ErrorCode: int16(resp.ErrorCode), ErrorMessage: resp.ErrorMessage,
-		BaseOffset: resp.BaseOffset, LogAppendTime: resp.LogAppendTimeMs, LogStartOffset: resp.LogStartOffset,
-	}
+	return produceResult(resp)
 }
 
 // nativeAcks maps Kafka's acks to the native enum; anything else is
@@ -301,8 +376,10 @@ func (d *kafkaData) WatchHighWatermarks(ctx context.Context, ws []kafka.WatchPar
 
 // ListOffset implements kafka.OffsetsBackend with a ListOffsetsRequest.
 // The native answer for a timestamp no record reaches (the high watermark,
-// timestamp -1) becomes Kafka's -1 offset. ListMaxTimestamp is passed on
-// and refused by the replica (INVALID_REQUEST): it has no such look-up.
+// timestamp -1) becomes Kafka's -1 offset. ListMaxTimestamp is the
+// replica's messages.MaxTimestamp look-up (the record with the largest
+// timestamp below the high watermark); none is offset and timestamp -1 with
+// no error, as Kafka answers an empty partition.
 func (d *kafkaData) ListOffset(ctx context.Context, q kafka.ListOffsetQuery) (kafka.ListOffsetResult, error) {
 	none := kafka.ListOffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	res, err := d.request(ctx, q.Topic, q.Partition, &messages.ListOffsetsRequest{
@@ -324,8 +401,8 @@ func (d *kafkaData) ListOffset(ctx context.Context, q kafka.ListOffsetQuery) (ka
 		none.ErrorCode = int16(resp.ErrorCode)
 		return none, nil
 	}
-	if q.Timestamp >= 0 && resp.Timestamp < 0 {
-		return none, nil // no record that new
+	if (q.Timestamp >= 0 || q.Timestamp == kafka.ListMaxTimestamp) && resp.Timestamp < 0 {
+		return none, nil // no record that new, or no record at all
 	}
 	return kafka.ListOffsetResult{Offset: resp.Offset, Timestamp: resp.Timestamp, LeaderEpoch: resp.LeaderEpoch}, nil
 }

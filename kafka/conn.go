@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"runtime/debug"
@@ -24,8 +25,81 @@ import (
 )
 
 // maxKeptWriteBuffer is the largest response buffer a connection keeps for
-// the next response; a larger one is dropped after use.
+// the next response; a larger one goes back to the shared pool below (or
+// is dropped) once written.
 const maxKeptWriteBuffer = 1 << 20
+
+// Larger response buffers (a default kgo fetch answers 3 partitions of
+// 1 MiB) are shared by every connection through pools by size class:
+// class k holds buffers of at least 1<<k bytes, for responses from
+// 2 MiB (class 21) to 64 MiB (class 26, above fetch.max.bytes' 50 MiB
+// default). A buffer goes back to its pool as soon as its response is
+// written (io.Writer must not retain it), so idle connections hold none,
+// and sync.Pool lets the garbage collector drop what goes unused.
+const (
+	minPooledWriteClass = 21
+	maxPooledWriteClass = 26
+)
+
+var largeWriteBuffers [maxPooledWriteClass - minPooledWriteClass + 1]sync.Pool
+
+// largeBuffer is a pooled response buffer; the holder is pooled with it so
+// that a Put allocates nothing.
+type largeBuffer struct{ b []byte }
+
+// getLargeBuffer returns a pooled buffer with room for at least size
+// bytes, nil when size is outside the pooled classes.
+func getLargeBuffer(size int) *largeBuffer {
+	class := max(bits.Len(uint(size-1)), minPooledWriteClass) // ceil(log2(size))
+	if size <= 0 || class > maxPooledWriteClass {
+		return nil
+	}
+	if lb, ok := largeWriteBuffers[class-minPooledWriteClass].Get().(*largeBuffer); ok {
+		return lb
+	}
+	return &largeBuffer{b: make([]byte, 0, 1<<class)}
+}
+
+// putLargeBuffer files lb under the largest class its capacity covers, or
+// drops it when it is below the smallest or above the largest.
+func putLargeBuffer(lb *largeBuffer) {
+	class := bits.Len(uint(cap(lb.b))) - 1 // floor(log2(cap))
+	if class < minPooledWriteClass || class > maxPooledWriteClass {
+		return
+	}
+	lb.b = lb.b[:0]
+	largeWriteBuffers[class-minPooledWriteClass].Put(lb)
+}
+
+// encodeFrame encodes resp's frame for correlation id corr into kept, the
+// connection's own buffer, or, for a response whose size hint is above
+// maxKeptWriteBuffer, into a pooled buffer, returned as large. The caller
+// writes out and then calls releaseFrame.
+func encodeFrame(kept []byte, corr int32, resp kmsg.Response) (out []byte, large *largeBuffer, err error) {
+	out = kept[:0]
+	if hint := responseSizeHint(resp); hint > maxKeptWriteBuffer {
+		if large = getLargeBuffer(hint); large != nil {
+			out = large.b[:0]
+		}
+	}
+	out, err = encodeResponse(out, corr, resp)
+	return out, large, err
+}
+
+// releaseFrame is done with out, a written frame from encodeFrame: a small
+// buffer is returned to be kept for the next response, a large one goes
+// to the shared pool (with large's holder when it came from there).
+func releaseFrame(out []byte, large *largeBuffer) (kept []byte) {
+	if cap(out) <= maxKeptWriteBuffer && large == nil {
+		return out[:0]
+	}
+	if large == nil {
+		large = &largeBuffer{}
+	}
+	large.b = out
+	putLargeBuffer(large)
+	return nil
+}
 
 // maxLoggedClientID bounds the client id copied into log lines.
 const maxLoggedClientID = 64
@@ -276,8 +350,8 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if !o.none {
-			var err error
-			if buf, err = encodeResponse(buf[:0], s.req.corr, o.resp); err != nil {
+			out, large, err := encodeFrame(buf, s.req.corr, o.resp)
+			if err != nil {
 				c.srv.warn(reasonPanic, c.fields(&s.req.header), "closing Kafka connection: "+err.Error())
 				return
 			}
@@ -285,16 +359,15 @@ func (c *conn) writeLoop() {
 				c.srv.log.WithFields(c.fields(&s.req.header)).WithError(err).Debug("Kafka connection ended")
 				return
 			}
-			if _, err := c.nc.Write(buf); err != nil {
+			if _, err := c.nc.Write(out); err != nil {
 				if c.ctx.Err() == nil {
 					c.srv.warn(reasonWrite, c.fields(&s.req.header), "closing Kafka connection: writing a response: "+err.Error())
 				}
 				return
 			}
 			c.lastWrite.Store(time.Now().UnixNano())
-			if cap(buf) > maxKeptWriteBuffer {
-				buf = nil
-			}
+			// Write returned, so nothing holds out any more.
+			buf = releaseFrame(out, large)
 		}
 		c.queued.Add(-1)
 		<-c.tokens

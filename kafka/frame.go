@@ -57,6 +57,16 @@ const headerSize = 2 + 2 + 4 + 2
 // cannot make the server allocate MaxRequestBytes.
 const frameChunk = 64 << 10
 
+// frameGrowth is the factor a full frame buffer grows by: to frameGrowth
+// times the bytes received, capped at the frame's length. Growing ×4
+// rather than ×2 halves the copies and allocations of a large frame (a
+// 1 MiB Produce: 64 KiB, 256 KiB, 1 MiB, one copy of 320 KiB; doubling
+// took 5 allocations, 2.8 MiB with Go's rounding, and ~1 MiB of copies)
+// while what a peer can make the server allocate stays bounded: at most
+// frameChunk before any byte arrives, then under frameGrowth·4/3 (≈5.3)
+// times the bytes received.
+const frameGrowth = 4
+
 // readFrame reads one frame body of n bytes (the length already read and
 // checked), growing its buffer as the bytes arrive. A frame cut short by the
 // end of the stream is io.ErrUnexpectedEOF.
@@ -64,10 +74,14 @@ func readFrame(r io.Reader, n int) ([]byte, error) {
 	buf := make([]byte, 0, min(n, frameChunk))
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
+			// Exactly sized (slices.Grow would round a last step
+			// up by its own growth policy, past n).
+			grown := make([]byte, len(buf), min(n, frameGrowth*cap(buf)))
+			copy(grown, buf)
+			buf = grown
 		}
-		// Never past n: slices.Grow may round the capacity up, and the
-		// bytes after this frame belong to the next pipelined request.
+		// Never past n: the bytes after this frame belong to the next
+		// pipelined request.
 		m, err := r.Read(buf[len(buf):min(cap(buf), n)])
 		buf = buf[:len(buf)+m]
 		if err != nil {
