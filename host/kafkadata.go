@@ -190,6 +190,17 @@ func (d *kafkaData) Append(ctx context.Context, req kafka.AppendRequest) <-chan 
 		return out
 	}
 	call.self = self
+	// Watch the replica for the length of the call: a replica stopped with
+	// this produce still in its mailbox (a follower stopped so that a new
+	// leader replica can start, during a failover) drops it unanswered,
+	// and without the watch the append would wait out its whole timeout
+	// (15 s by default) before the client retried. Its Terminated ends
+	// the call at once as "no replica here", which clients retry as soon
+	// as their metadata names the new leader. The watch is a system
+	// message, so the replica takes it before the produce.
+	call.replica = pid
+	call.replicaProc, _ = sys.ProcessRegistry.Get(pid) // the dead-letter process when gone: it answers Terminated
+	call.replicaProc.SendSystemMessage(pid, &actor.Watch{Watcher: self})
 	call.timer.Store(time.AfterFunc(wait+kafkaAppendSlack, func() { call.finish(nil, actor.ErrTimeout) }))
 	d.root.RequestWithCustomSender(pid, preq, self)
 	return out
@@ -215,6 +226,10 @@ type appendCall struct {
 	self  *actor.PID
 	timer atomic.Pointer[time.Timer]
 	done  atomic.Bool
+	// replica is the replica asked and watched; replicaProc its process,
+	// to unwatch it when the answer came first.
+	replica     *actor.PID
+	replicaProc actor.Process
 }
 
 var _ actor.Process = (*appendCall)(nil)
@@ -230,9 +245,17 @@ func (c *appendCall) SendUserMessage(_ *actor.PID, message any) {
 	c.finish(msg, nil)
 }
 
-// SendSystemMessage is taken as the answer, as a Future does (it maps to
+// SendSystemMessage: the watched replica's Terminated ends the call as a
+// dead letter does (there is no replica to answer it any more); any other
+// system message is taken as the answer, as a Future does (it maps to
 // UNKNOWN_SERVER_ERROR: no system message is a ProduceResponse).
-func (c *appendCall) SendSystemMessage(_ *actor.PID, message any) { c.finish(message, nil) }
+func (c *appendCall) SendSystemMessage(_ *actor.PID, message any) {
+	if t, ok := message.(*actor.Terminated); ok && c.replica != nil && t.Who.Equal(c.replica) {
+		c.finish(nil, actor.ErrDeadLetter)
+		return
+	}
+	c.finish(message, nil)
+}
 
 // Stop ends the call without an answer, as a Future's Stop does.
 func (c *appendCall) Stop(*actor.PID) { c.finish(nil, nil) }
@@ -247,6 +270,9 @@ func (c *appendCall) finish(res any, err error) {
 		t.Stop()
 	}
 	c.d.root.ActorSystem().ProcessRegistry.Remove(c.self)
+	if c.replicaProc != nil && !errors.Is(err, actor.ErrDeadLetter) {
+		c.replicaProc.SendSystemMessage(c.replica, &actor.Unwatch{Watcher: c.self})
+	}
 	if resp, ok := res.(*messages.ProduceResponse); ok && err == nil {
 		c.out <- produceResult(resp)
 		return

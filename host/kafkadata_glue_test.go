@@ -21,11 +21,19 @@ import (
 	"github.com/actorlog/actorlog/messages"
 )
 
-// echoReplica answers every ProduceRequest with its base offset 42, and
-// nothing to requests whose timeout is 1 ms (to exercise the timeout).
+// echoReplica answers every ProduceRequest with its base offset 42,
+// nothing to requests whose timeout is 1 ms (to exercise the timeout), and
+// stops itself without answering one whose timeout is 2 ms (a replica
+// stopped with a produce in its mailbox, as a follower is in a failover).
 func echoReplica(ctx actor.Context) {
-	if r, ok := ctx.Message().(*messages.ProduceRequest); ok && r.TimeoutMs != 1 {
-		ctx.Respond(&messages.ProduceResponse{Topic: r.Topic, Partition: r.Partition, BaseOffset: 42, LogStartOffset: 0, LogAppendTimeMs: -1})
+	if r, ok := ctx.Message().(*messages.ProduceRequest); ok {
+		switch r.TimeoutMs {
+		case 1:
+		case 2:
+			ctx.Stop(ctx.Self())
+		default:
+			ctx.Respond(&messages.ProduceResponse{Topic: r.Topic, Partition: r.Partition, BaseOffset: 42, LogStartOffset: 0, LogAppendTimeMs: -1})
+		}
 	}
 }
 
@@ -110,6 +118,22 @@ func TestKafkaAppendGlue(t *testing.T) {
 	noAck.Acks = 0
 	if res := wait(d.Append(ctx, noAck)); res != (kafka.AppendResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}) {
 		t.Errorf("acks=0 append: %+v", res)
+	}
+
+	// The replica stops with the produce unanswered: the append ends at
+	// once, as NOT_LEADER_OR_FOLLOWER (retriable), not after the timeout.
+	kafkaAppendSlack = time.Minute
+	dying := req
+	dying.Timeout = 2 * time.Millisecond
+	start = time.Now()
+	if res := wait(d.Append(ctx, dying)); res.ErrorCode != int16(messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER) || res.BaseOffset != -1 {
+		t.Errorf("append to a replica that stopped without answering: %+v", res)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the append to a stopped replica ended after %v", took)
+	}
+	if n := registered(reg); n != before-1 { // the replica is gone too
+		t.Errorf("%d processes registered after the replica stopped, want %d", n, before-1)
 	}
 }
 
