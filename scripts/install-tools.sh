@@ -2,7 +2,9 @@
 # install-tools.sh: installs the external tools the tests drive, when they
 # are missing, from Debian packages (apt-get; run as root or with sudo):
 #   - kcat (librdkafka's command-line client), which the Kafka listener's
-#     tests run against real hosts.
+#     tests run against real hosts;
+#   - gcc, which cgo needs to link confluent-kafka-go's bundled librdkafka
+#     2.11 into the Kafka compatibility tests (cmd/actorlog).
 # scripts/test.sh calls it; tests that need a tool still skip when it is
 # absent, so a machine without apt-get runs everything else.
 set -euo pipefail
@@ -23,3 +25,4 @@ install_deb() {
 }
 
 install_deb kcat kcat
+install_deb gcc gcc
