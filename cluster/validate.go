@@ -58,6 +58,21 @@ const (
 	// members are all down may be led by a live replica outside the ISR,
 	// losing the records it lacks, instead of staying offline.
 	ConfigUncleanLeaderElectionEnable = "unclean.leader.election.enable"
+	// ConfigCleanupPolicy: "delete" (the default), "compact" or
+	// "compact,delete" (any order, blanks trimmed: stored as
+	// NormalizeTopicConfigs writes it). A compacted topic refuses
+	// records without a key.
+	ConfigCleanupPolicy = "cleanup.policy"
+	// ConfigMinCleanableDirtyRatio: a number in [0, 1] (default 0.5).
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+	// ConfigMinCompactionLagMs: milliseconds >= 0 (default 0).
+	ConfigMinCompactionLagMs = "min.compaction.lag.ms"
+	// ConfigMaxCompactionLagMs: milliseconds >= 1 and >= min.compaction.lag.ms
+	// (default Long.MAX_VALUE: no bound).
+	ConfigMaxCompactionLagMs = "max.compaction.lag.ms"
+	// ConfigDeleteRetentionMs: milliseconds >= 0 a tombstone stays
+	// readable after cleaning (default 86400000, one day).
+	ConfigDeleteRetentionMs = "delete.retention.ms"
 )
 
 // Values of ConfigMessageTimestampType.
@@ -71,7 +86,8 @@ func TopicConfigKeys() []string {
 	keys := []string{
 		ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
 		ConfigMaxMessageBytes, ConfigFlushPolicy, ConfigMinInsyncReplicas, ConfigMessageTimestampType,
-		ConfigUncleanLeaderElectionEnable,
+		ConfigUncleanLeaderElectionEnable, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio,
+		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs, ConfigDeleteRetentionMs,
 	}
 	sort.Strings(keys)
 	return keys
@@ -172,6 +188,27 @@ func UncleanLeaderElection(configs map[string]string) (bool, error) {
 	return tc.unclean, nil
 }
 
+// NormalizeTopicConfigs returns a copy of configs with the values that
+// have a canonical form written in it: cleanup.policy as "delete",
+// "compact" or "compact,delete" (so "delete,compact" and "compact, delete"
+// are stored and shown as "compact,delete"). Values that do not parse are
+// copied as they are, for validation to refuse. nil stays nil.
+func NormalizeTopicConfigs(configs map[string]string) map[string]string {
+	if configs == nil {
+		return nil
+	}
+	out := make(map[string]string, len(configs))
+	for k, v := range configs {
+		if k == ConfigCleanupPolicy {
+			if p, err := storage.ParseCleanupPolicy(v); err == nil {
+				v = p.String()
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // topicConfigs is a parsed, validated config map.
 type topicConfigs struct {
 	storage storage.Config
@@ -266,9 +303,49 @@ func parseTopicConfigs(configs map[string]string) (topicConfigs, error) {
 			default:
 				return tc, bad(`"true" or "false"`)
 			}
+		case ConfigCleanupPolicy:
+			p, err := storage.ParseCleanupPolicy(v)
+			if err != nil {
+				return tc, bad(`"delete", "compact" or "compact,delete"`)
+			}
+			tc.storage.CleanupPolicy = p
+		case ConfigMinCleanableDirtyRatio:
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+				return tc, bad("a number in [0, 1]")
+			}
+			if f == 0 {
+				f = -1 // storage reads 0 as "default", a negative value as 0
+			}
+			tc.storage.MinCleanableDirtyRatio = f
+		case ConfigMinCompactionLagMs:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return tc, bad("a number of milliseconds >= 0")
+			}
+			tc.storage.MinCompactionLag = millis(n)
+		case ConfigMaxCompactionLagMs:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return tc, bad("a number of milliseconds >= 1")
+			}
+			tc.storage.MaxCompactionLag = millis(n)
+		case ConfigDeleteRetentionMs:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return tc, bad("a number of milliseconds >= 0")
+			}
+			tc.storage.DeleteRetention = millis(n)
+			if n == 0 {
+				tc.storage.DeleteRetention = -1 // storage reads 0 as "default", a negative value as 0
+			}
 		default:
 			return tc, fmt.Errorf("%w: unknown key %q (known: %v)", ErrInvalidConfig, k, TopicConfigKeys())
 		}
+	}
+	if lo, hi := tc.storage.MinCompactionLag, tc.storage.MaxCompactionLag; hi != 0 && hi < lo {
+		return tc, fmt.Errorf("%w: %s=%q is below %s=%q: a record would have to be compacted before it may be",
+			ErrInvalidConfig, ConfigMaxCompactionLagMs, configs[ConfigMaxCompactionLagMs], ConfigMinCompactionLagMs, configs[ConfigMinCompactionLagMs])
 	}
 	return tc, nil
 }

@@ -108,7 +108,7 @@ func TestValidateTopicConfigs(t *testing.T) {
 		{"unclean.leader.election.enable", "False", true},
 		{"unclean.leader.election.enable", "yes", false},
 		{"unclean.leader.election.enable", "", false},
-		{"cleanup.policy", "delete", false},
+		{"cleanup.policies", "delete", false}, // unknown key (cleanup.policy: compaction_config_test.go)
 		{"", "1", false},
 	}
 	for _, tt := range tests {

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -315,7 +316,7 @@ func (a *kafkaAdminBackend) validateCreate(ctx context.Context, name string, par
 	if parts < 1 || parts > cluster.MaxPartitionsPerTopic {
 		return kafka.CreateTopicResult{AdminResult: adminRefused(fmt.Errorf("%w: %d, want 1 to %d", cluster.ErrInvalidPartitions, parts, cluster.MaxPartitionsPerTopic))}, nil
 	}
-	return kafka.CreateTopicResult{Partitions: parts, ReplicationFactor: int16(rf), Configs: topicConfigEntries(configs)}, nil
+	return kafka.CreateTopicResult{Partitions: parts, ReplicationFactor: int16(rf), Configs: topicConfigEntries(cluster.NormalizeTopicConfigs(configs))}, nil
 }
 
 // DeleteTopic implements kafka.AdminBackend.
@@ -410,6 +411,11 @@ var topicConfigDefaults = map[string]string{
 	cluster.ConfigMinInsyncReplicas:           "1",
 	cluster.ConfigMessageTimestampType:        cluster.TimestampCreateTime,
 	cluster.ConfigUncleanLeaderElectionEnable: "false",
+	cluster.ConfigCleanupPolicy:               storage.CleanupPolicyDelete,
+	cluster.ConfigMinCleanableDirtyRatio:      strconv.FormatFloat(storage.DefaultMinCleanableDirtyRatio, 'f', -1, 64),
+	cluster.ConfigMinCompactionLagMs:          "0",
+	cluster.ConfigMaxCompactionLagMs:          strconv.FormatInt(math.MaxInt64, 10),
+	cluster.ConfigDeleteRetentionMs:           strconv.FormatInt(storage.DefaultDeleteRetention.Milliseconds(), 10),
 }
 
 // topicConfigTypes are the Kafka config types of the keys (DescribeConfigs
@@ -422,6 +428,11 @@ var topicConfigTypes = map[string]kmsg.ConfigType{
 	cluster.ConfigMaxMessageBytes:             kmsg.ConfigTypeInt,
 	cluster.ConfigMinInsyncReplicas:           kmsg.ConfigTypeInt,
 	cluster.ConfigUncleanLeaderElectionEnable: kmsg.ConfigTypeBoolean,
+	cluster.ConfigCleanupPolicy:               kmsg.ConfigTypeList,
+	cluster.ConfigMinCleanableDirtyRatio:      kmsg.ConfigTypeDouble,
+	cluster.ConfigMinCompactionLagMs:          kmsg.ConfigTypeLong,
+	cluster.ConfigMaxCompactionLagMs:          kmsg.ConfigTypeLong,
+	cluster.ConfigDeleteRetentionMs:           kmsg.ConfigTypeLong,
 }
 
 // topicConfigEntries lists every topic config key the cluster knows,

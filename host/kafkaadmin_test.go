@@ -246,6 +246,11 @@ func TestKafkaAdminConfigs(t *testing.T) {
 		"min.insync.replicas":            {"1", kmsg.ConfigSourceDefaultConfig},
 		"message.timestamp.type":         {"CreateTime", kmsg.ConfigSourceDefaultConfig},
 		"unclean.leader.election.enable": {"false", kmsg.ConfigSourceDefaultConfig},
+		"cleanup.policy":                 {"delete", kmsg.ConfigSourceDefaultConfig},
+		"min.cleanable.dirty.ratio":      {"0.5", kmsg.ConfigSourceDefaultConfig},
+		"min.compaction.lag.ms":          {"0", kmsg.ConfigSourceDefaultConfig},
+		"max.compaction.lag.ms":          {"9223372036854775807", kmsg.ConfigSourceDefaultConfig},
+		"delete.retention.ms":            {"86400000", kmsg.ConfigSourceDefaultConfig},
 	}
 	if len(rc.Configs) != len(want) {
 		t.Fatalf("described %d configs, want %d: %+v", len(rc.Configs), len(want), rc.Configs)

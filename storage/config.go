@@ -1,8 +1,10 @@
 // config.go: the per-partition log configuration (Kafka's topic-level
 // segment.bytes, segment.ms, retention.ms, retention.bytes,
 // max.message.bytes, producer.id.expiration.ms, flush policy, the
-// inflation limit of compressed batches, and when idle files are closed),
-// its defaults and its validation.
+// inflation limit of compressed batches, when idle files are closed, and
+// the compaction settings: cleanup.policy, min.cleanable.dirty.ratio,
+// min/max.compaction.lag.ms, delete.retention.ms), its defaults and its
+// validation.
 
 package storage
 
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,7 +46,78 @@ const (
 	// and a batch beyond the limit is refused as MESSAGE_TOO_LARGE (a
 	// Kafka producer splits it and retries).
 	DefaultInflationFactor = 64
+	// DefaultMinCleanableDirtyRatio is min.cleanable.dirty.ratio's
+	// default: a log is cleaned once half its cleanable bytes are dirty.
+	DefaultMinCleanableDirtyRatio = 0.5
+	// DefaultDeleteRetention is delete.retention.ms's default: how long a
+	// tombstone stays readable after the cleaning that reaches it.
+	DefaultDeleteRetention = 24 * time.Hour
+	// DefaultMaxCompactionLag is max.compaction.lag.ms's default:
+	// Long.MAX_VALUE in Kafka, no bound.
+	DefaultMaxCompactionLag time.Duration = math.MaxInt64
 )
+
+// CleanupPolicy is a log's cleanup.policy: whether old segments are
+// deleted (retention.ms, retention.bytes), compacted (the newest record of
+// each key kept), or both. The zero value is the default, delete.
+type CleanupPolicy uint8
+
+const (
+	// CleanupDelete deletes whole segments past retention.
+	CleanupDelete CleanupPolicy = 1 << iota
+	// CleanupCompact keeps the newest record of each key; a topic with it
+	// refuses records without a key.
+	CleanupCompact
+	// cleanupAll is every valid bit.
+	cleanupAll = CleanupDelete | CleanupCompact
+)
+
+// Cleanup policy names, Kafka's.
+const (
+	CleanupPolicyDelete  = "delete"
+	CleanupPolicyCompact = "compact"
+)
+
+// Deletes reports whether retention deletes old segments (delete, the
+// default, or compact,delete).
+func (p CleanupPolicy) Deletes() bool { return p == 0 || p&CleanupDelete != 0 }
+
+// Compacts reports whether the log is compacted (compact or
+// compact,delete).
+func (p CleanupPolicy) Compacts() bool { return p&CleanupCompact != 0 }
+
+// String is the canonical cleanup.policy value: "delete", "compact" or
+// "compact,delete" (what ParseCleanupPolicy reads back).
+func (p CleanupPolicy) String() string {
+	switch {
+	case p.Compacts() && p.Deletes():
+		return CleanupPolicyCompact + "," + CleanupPolicyDelete
+	case p.Compacts():
+		return CleanupPolicyCompact
+	}
+	return CleanupPolicyDelete
+}
+
+// ParseCleanupPolicy reads a cleanup.policy value as Kafka's LIST config
+// does: comma-separated "delete" and "compact", in any order, blanks
+// around each trimmed ("delete,compact", "compact, delete" and
+// "compact,delete" are the same policy; a repeated value counts once).
+// An empty list or any other value is an error wrapping ErrInvalidConfig.
+func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
+	var p CleanupPolicy
+	for _, part := range strings.Split(s, ",") {
+		switch strings.TrimSpace(part) {
+		case CleanupPolicyDelete:
+			p |= CleanupDelete
+		case CleanupPolicyCompact:
+			p |= CleanupCompact
+		default:
+			return 0, fmt.Errorf("%w: cleanup.policy %q: want %q, %q or %q", ErrInvalidConfig, s,
+				CleanupPolicyDelete, CleanupPolicyCompact, CleanupPolicyCompact+","+CleanupPolicyDelete)
+		}
+	}
+	return p, nil
+}
 
 // FlushMode says when the log fsyncs appended data.
 type FlushMode int
@@ -129,6 +203,31 @@ type Config struct {
 	// producer's CreateTime.
 	LogAppendTime bool
 
+	// CleanupPolicy is cleanup.policy (zero: delete). With compaction, the
+	// leader refuses producer records without a key (INVALID_RECORD).
+	CleanupPolicy CleanupPolicy
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio, in [0, 1]:
+	// the share of a compacted log's cleanable bytes that must be dirty
+	// (not yet cleaned) before it is cleaned. Zero means the default
+	// (DefaultMinCleanableDirtyRatio); a negative value means 0 (clean
+	// whenever anything is dirty). Read it with
+	// EffectiveMinCleanableDirtyRatio.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag is min.compaction.lag.ms: a record younger than
+	// this is never compacted away (zero, the default: no lag).
+	MinCompactionLag time.Duration
+	// MaxCompactionLag is max.compaction.lag.ms: a dirty record older
+	// than this makes its log eligible for cleaning whatever its dirty
+	// ratio. Zero means the default (DefaultMaxCompactionLag, no bound);
+	// it must not be below MinCompactionLag.
+	MaxCompactionLag time.Duration
+	// DeleteRetention is delete.retention.ms: how long a tombstone (a
+	// record with a null value) stays readable after its segment was
+	// cleaned, so consumers see the delete. Zero means the default
+	// (DefaultDeleteRetention); a negative value means 0 (tombstones go
+	// at the next cleaning). Read it with EffectiveDeleteRetention.
+	DeleteRetention time.Duration
+
 	// FileIdleTimeout closes the log's files after this long without an
 	// append or read (fsyncing them first); they reopen on demand. Sealed
 	// segments' files close after it too. Default DefaultFileIdleTimeout;
@@ -156,6 +255,39 @@ type Config struct {
 
 // ErrInvalidConfig wraps every configuration error.
 var ErrInvalidConfig = errors.New("storage: invalid config")
+
+// EffectiveMinCleanableDirtyRatio is the min.cleanable.dirty.ratio c
+// stands for: the default for zero, 0 for a negative value.
+func (c Config) EffectiveMinCleanableDirtyRatio() float64 {
+	switch {
+	case c.MinCleanableDirtyRatio == 0:
+		return DefaultMinCleanableDirtyRatio
+	case c.MinCleanableDirtyRatio < 0:
+		return 0
+	}
+	return c.MinCleanableDirtyRatio
+}
+
+// EffectiveDeleteRetention is the delete.retention.ms c stands for: the
+// default for zero, 0 for a negative value.
+func (c Config) EffectiveDeleteRetention() time.Duration {
+	switch {
+	case c.DeleteRetention == 0:
+		return DefaultDeleteRetention
+	case c.DeleteRetention < 0:
+		return 0
+	}
+	return c.DeleteRetention
+}
+
+// EffectiveMaxCompactionLag is the max.compaction.lag.ms c stands for:
+// the default (no bound) for zero.
+func (c Config) EffectiveMaxCompactionLag() time.Duration {
+	if c.MaxCompactionLag == 0 {
+		return DefaultMaxCompactionLag
+	}
+	return c.MaxCompactionLag
+}
 
 // withDefaults fills zero fields with defaults and validates the result.
 func (c Config) withDefaults() (Config, error) {
@@ -189,6 +321,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxOpenSealedSegments == 0 {
 		c.MaxOpenSealedSegments = DefaultMaxOpenSealedSegments
 	}
+	// MinCleanableDirtyRatio and DeleteRetention keep their zero and
+	// negative forms (so that a filled Config fills to itself): read them
+	// through the Effective methods.
+	if c.MaxCompactionLag == 0 {
+		c.MaxCompactionLag = DefaultMaxCompactionLag
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -218,5 +356,23 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Flush.Mode < FlushNever || c.Flush.Mode > FlushInterval:
 		return c, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, c.Flush.Mode)
 	}
-	return c, nil
+	return c, c.checkCompaction()
+}
+
+// checkCompaction validates the compaction settings of a Config whose
+// MaxCompactionLag is filled.
+func (c Config) checkCompaction() error {
+	switch {
+	case c.CleanupPolicy&^cleanupAll != 0:
+		return fmt.Errorf("%w: unknown cleanup policy bits %#x", ErrInvalidConfig, uint8(c.CleanupPolicy))
+	case math.IsNaN(c.MinCleanableDirtyRatio) || c.MinCleanableDirtyRatio > 1:
+		return fmt.Errorf("%w: min.cleanable.dirty.ratio %v must be in [0, 1]", ErrInvalidConfig, c.MinCleanableDirtyRatio)
+	case c.MinCompactionLag < 0:
+		return fmt.Errorf("%w: min.compaction.lag.ms %v must not be negative", ErrInvalidConfig, c.MinCompactionLag)
+	case c.MaxCompactionLag < time.Millisecond:
+		return fmt.Errorf("%w: max.compaction.lag.ms %v must be at least 1ms", ErrInvalidConfig, c.MaxCompactionLag)
+	case c.MaxCompactionLag < c.MinCompactionLag:
+		return fmt.Errorf("%w: max.compaction.lag.ms %v is below min.compaction.lag.ms %v", ErrInvalidConfig, c.MaxCompactionLag, c.MinCompactionLag)
+	}
+	return nil
 }

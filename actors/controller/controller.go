@@ -503,6 +503,7 @@ func (w *worker) newTopic(ctx context.Context, name string, partitions, rf int32
 	if err := cluster.ValidateTopicConfigs(configs); err != nil {
 		return nil, err
 	}
+	configs = cluster.NormalizeTopicConfigs(configs)
 	hosts, err := w.liveHosts(ctx)
 	if err != nil {
 		return nil, err
@@ -588,7 +589,7 @@ func (w *worker) alterConfigs(ctx context.Context, m *messages.AlterTopicConfigs
 	if err != nil {
 		return nil, err
 	}
-	t.Configs = m.Configs
+	t.Configs = cluster.NormalizeTopicConfigs(m.Configs)
 	// A change of unclean.leader.election.enable takes effect at once, as
 	// in Kafka: an offline partition may get a leader now.
 	var before *messages.TopicMetadata

@@ -19,6 +19,7 @@ import (
 
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 // ErrInternalTopic means an admin request would create, delete,
@@ -36,14 +37,17 @@ const OffsetsTopicReplicationFactor = 3
 // offsets.topic.segment.bytes).
 const OffsetsTopicSegmentBytes = 100 << 20
 
-// OffsetsTopicConfigs are the offsets topic's config overrides. Kafka
-// compacts the topic (cleanup.policy=compact), keeping each key's last
-// record forever. Compaction does not exist here yet, so the topic keeps
-// its whole log instead: retention by time and size is off, so committed
-// offsets never expire with log retention (a coordinator replays the log
-// from its start; compaction will bound that replay).
+// OffsetsTopicConfigs are the offsets topic's config overrides. As in
+// Kafka, the topic is compacted (cleanup.policy=compact), keeping each
+// key's last record (every record a coordinator writes has a key). Its
+// retention by time and size is off too, so committed offsets never
+// expire with log retention whichever policy a log applies (a coordinator
+// replays the log from its start; compaction bounds that replay). An
+// offsets topic created before cleanup.policy existed keeps its stored
+// configs (createOffsetsTopic returns an existing topic as it is).
 func OffsetsTopicConfigs() map[string]string {
 	return map[string]string{
+		cluster.ConfigCleanupPolicy:  storage.CleanupPolicyCompact,
 		cluster.ConfigRetentionMs:    "-1",
 		cluster.ConfigRetentionBytes: "-1",
 		cluster.ConfigSegmentBytes:   fmt.Sprint(OffsetsTopicSegmentBytes),

@@ -21,7 +21,9 @@
 // (storage.Log.Append): a batch with a bad CRC, or whose compressed records
 // are no valid stream of its codec, is CORRUPT_MESSAGE; one whose records
 // break a rule (count, offset deltas, lengths, bytes after the last) is
-// INVALID_RECORD; one larger than max.message.bytes, or whose records
+// INVALID_RECORD, and so is one with a record without a key in a topic
+// whose cleanup.policy includes compact (compacted.go); one larger than
+// max.message.bytes, or whose records
 // inflate beyond the log's limit (a decompression bomb), is
 // MESSAGE_TOO_LARGE. Nothing of a refused batch is written.
 //
@@ -113,6 +115,9 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 	}
 	records := 0
 	required := int64(-1)
+	if code == 0 {
+		code, msg = r.checkKeys(req.Records) // compacted topics: INVALID_RECORD for a null key
+	}
 	if code == 0 {
 		info, err := r.log.Append(req.Records, r.cfg.LeaderEpoch)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
+	"github.com/actorlog/actorlog/storage/record"
 )
 
 // DefaultRetentionCheckInterval is how often retention runs
@@ -198,6 +199,9 @@ type Replica struct {
 	// last one the shell carried out.
 	hw     int64
 	leader *LeaderState // followers, ISR and high watermark of this term (leader)
+	// keyReader decodes producer batches for the key check of compacted
+	// topics (compacted.go); nil until the first.
+	keyReader *record.BatchReader
 	// following is set when this replica is a follower.
 	following *following
 
