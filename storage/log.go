@@ -151,6 +151,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 
 // load lists the directory, opens and recovers the segments.
 func (l *Log) load() error {
+	// Finish or roll back a cleaning interrupted by a crash (compact.go).
+	if err := recoverCleaning(l.fs, l.dir, l.logger); err != nil {
+		return err
+	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
