@@ -133,6 +133,16 @@ type Config struct {
 	// GroupMinSessionTimeout is the shortest session timeout a consumer
 	// may ask for (Kafka's group.min.session.timeout.ms; 0: 6 s).
 	GroupMinSessionTimeout time.Duration
+	// OffsetsRetention is how long a consumer group must have been empty
+	// before its committed offsets expire (offsets committed from outside
+	// group management: how long after their commit), Kafka's
+	// offsets.retention.minutes (0: 7 days; negative is an error).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is how often the group coordinators
+	// look for expired offsets (Kafka's
+	// offsets.retention.check.interval.ms; 0: 10 min; negative is an
+	// error).
+	OffsetsRetentionCheckInterval time.Duration
 	// MaxConnections bounds the connections the host holds open over all
 	// its listeners: the remote, HTTP, Kafka, and the embedded etcd's client and
 	// peer ports, each of whose connections counts three (Kafka's
@@ -201,6 +211,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.GroupMinSessionTimeout < 0 {
 		return c, fmt.Errorf("host: --group-min-session-timeout %v: want a positive duration", c.GroupMinSessionTimeout)
+	}
+	if c.OffsetsRetention < 0 {
+		return c, fmt.Errorf("host: --offsets-retention %v: want a positive duration", c.OffsetsRetention)
+	}
+	if c.OffsetsRetentionCheckInterval < 0 {
+		return c, fmt.Errorf("host: --offsets-retention-check-interval %v: want a positive duration", c.OffsetsRetentionCheckInterval)
 	}
 	if c.NumPartitions < 0 {
 		return c, fmt.Errorf("host: --num-partitions %d: want at least 1", c.NumPartitions)
@@ -496,6 +512,12 @@ func (h *Host) start(ctx context.Context) error {
 	gcfg.InitialRebalanceDelay = cfg.GroupInitialRebalanceDelay
 	if cfg.GroupMinSessionTimeout > 0 {
 		gcfg.MinSessionTimeout = cfg.GroupMinSessionTimeout
+	}
+	if cfg.OffsetsRetention > 0 {
+		gcfg.OffsetsRetention = cfg.OffsetsRetention
+	}
+	if cfg.OffsetsRetentionCheckInterval > 0 {
+		gcfg.OffsetsRetentionCheckInterval = cfg.OffsetsRetentionCheckInterval
 	}
 	if err := gcfg.Validate(); err != nil {
 		return fmt.Errorf("host: consumer group settings: %w", err)

@@ -150,12 +150,7 @@ func (c *Coordinator) commitDone(e *groupEntry) {
 func (c *Coordinator) writeGroupDeletion(ctx actor.Context, e *groupEntry, before group.Snapshot, r *messages.DeleteGroupsResult, done func()) {
 	id := e.g.ID()
 	tps := c.table.Partitions(id)
-	recs := make([]record.Record, 0, len(tps)+1)
-	now := c.cfg.Now().UnixMilli()
-	for _, tp := range tps {
-		recs = append(recs, record.Record{Key: EncodeOffsetKey(OffsetKey{Group: id, Topic: tp.Topic, Partition: tp.Partition}), Timestamp: now})
-	}
-	recs = append(recs, record.Record{Key: EncodeGroupMetadataKey(id), Timestamp: now})
+	recs := tombstones(id, tps, true, c.cfg.Now().UnixMilli())
 	log := c.logger.WithFields(logrus.Fields{"group": id, "offsets": len(tps)})
 	c.appendRecords(ctx, recs, func(base int64, code messages.ErrorCode, msg string) {
 		defer done()
@@ -183,4 +178,18 @@ func (c *Coordinator) writeGroupDeletion(ctx actor.Context, e *groupEntry, befor
 		}
 		log.Info("group deleted")
 	})
+}
+
+// tombstones returns the records that delete group id's committed offsets
+// of tps (in that order) and, with withGroup, its group metadata (last),
+// stamped nowMs: what group deletion and offset expiry (expire.go) write.
+func tombstones(id string, tps []TopicPartition, withGroup bool, nowMs int64) []record.Record {
+	recs := make([]record.Record, 0, len(tps)+1)
+	for _, tp := range tps {
+		recs = append(recs, record.Record{Key: EncodeOffsetKey(OffsetKey{Group: id, Topic: tp.Topic, Partition: tp.Partition}), Timestamp: nowMs})
+	}
+	if withGroup {
+		recs = append(recs, record.Record{Key: EncodeGroupMetadataKey(id), Timestamp: nowMs})
+	}
+	return recs
 }

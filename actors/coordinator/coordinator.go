@@ -20,8 +20,8 @@
 //     membership core; requests get COORDINATOR_LOAD_IN_PROGRESS;
 //   - active: OffsetCommit (commit.go), OffsetFetch (fetch.go), the
 //     membership requests JoinGroup, SyncGroup, Heartbeat and LeaveGroup
-//     (members.go) and the admin requests DescribeGroups, ListGroups and
-//     DeleteGroups (admin.go);
+//     (members.go), the admin requests DescribeGroups, ListGroups and
+//     DeleteGroups (admin.go), and the periodic offset expiry (expire.go);
 //   - not coordinator: the replica lost leadership; NOT_COORDINATOR, and
 //     the groups are unloaded (waiting joins and syncs get NOT_COORDINATOR).
 //
@@ -122,6 +122,8 @@ type State struct {
 	LoadedRecords int
 	// InFlight is how many writes wait for the replica.
 	InFlight int
+	// ExpiryChecks counts the offset expiry checks run (expire.go).
+	ExpiryChecks int
 }
 
 type (
@@ -153,6 +155,10 @@ type Coordinator struct {
 	// groupTimer fires at groupWake, the groups' next wake.
 	groupTimer *time.Timer
 	groupWake  time.Time
+	// expiryTimer fires the next offset expiry check (expire.go);
+	// expiryChecks counts them.
+	expiryTimer  *time.Timer
+	expiryChecks int
 }
 
 // loadProgress is where loading stands.
@@ -255,6 +261,8 @@ func (c *Coordinator) active(ctx actor.Context) {
 		c.onDeleteGroups(ctx, msg)
 	case groupTick:
 		c.onGroupTick(ctx)
+	case expireTick:
+		c.onExpireTick(ctx)
 	case loadRetry:
 	default:
 		c.common(ctx)
@@ -269,7 +277,7 @@ func (c *Coordinator) notCoordinatorAnymore(ctx actor.Context) {
 		c.respond(ctx, commitError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator))
 	case *messages.OffsetFetchRequest:
 		c.respond(ctx, fetchError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator))
-	case loadRetry, groupTick:
+	case loadRetry, groupTick, expireTick:
 	default:
 		if resp := groupRequestError(msg, messages.ErrorCode_ERROR_CODE_NOT_COORDINATOR, c.notCoordinator); resp != nil {
 			c.respond(ctx, resp)
@@ -288,7 +296,7 @@ func (c *Coordinator) common(ctx actor.Context) {
 		ctx.Respond(c.state())
 	case *actor.Stopping:
 		c.onStopping(ctx)
-	case *actor.Started, *actor.Stopped, *actor.Restarting, groupTick:
+	case *actor.Started, *actor.Stopped, *actor.Restarting, groupTick, expireTick:
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("coordinator: unknown message")
 	}
@@ -301,6 +309,7 @@ func (c *Coordinator) state() State {
 		Groups: len(c.table.groups), Offsets: c.table.Len(),
 		HostedGroups:  len(c.groups.groups),
 		LoadedRecords: c.load.records, InFlight: len(c.inflight),
+		ExpiryChecks: c.expiryChecks,
 	}
 	for _, e := range c.groups.groups {
 		st.Members += len(e.g.Members())

@@ -43,6 +43,9 @@ type groupEntry struct {
 	afterCommits []func()
 	// deleting is set from DeleteGroups until its tombstones are written.
 	deleting bool
+	// expiring is set while the tombstones of expired offsets are being
+	// written (expire.go).
+	expiring bool
 	// actors maps member ids to the member actors their last JoinGroup,
 	// SyncGroup or Heartbeat named (member_actor), where RebalanceStarted
 	// hints go; only current members (carryOut forgets the others).

@@ -125,6 +125,7 @@ func (c *Coordinator) finishLoad(ctx actor.Context) {
 	c.groups.adopt(c.table.Groups())
 	c.behavior.Become(c.active)
 	c.armGroupTimer(ctx)
+	c.armExpiryTimer(ctx)
 	c.logger.WithFields(logrus.Fields{
 		"records": c.load.records, "skipped": c.load.skipped, "groups": len(c.groups.groups), "offsets": c.table.Len(),
 		"log_end_offset": c.load.target, "took": time.Since(c.load.started).Round(time.Millisecond),

@@ -228,7 +228,16 @@ func (c *Coordinator) persistGroup(ctx actor.Context, e *groupEntry, held []grou
 	id, sig, snap := e.g.ID(), signatureOf(e.g), e.g.Snapshot()
 	e.persisted, e.persistedOK = sig, true
 	now := c.cfg.Now().UnixMilli()
-	rec := record.Record{Key: EncodeGroupMetadataKey(id), Value: EncodeGroupMetadata(snap, now), Timestamp: now}
+	stateMs := now
+	if len(snap.Members) == 0 {
+		// An Empty group's timestamp is when it became Empty, from which
+		// its offsets expire (expire.go); a new coordinator restores it.
+		stateMs = -1
+		if !snap.EmptySince.IsZero() {
+			stateMs = snap.EmptySince.UnixMilli()
+		}
+	}
+	rec := record.Record{Key: EncodeGroupMetadataKey(id), Value: EncodeGroupMetadata(snap, stateMs), Timestamp: now}
 	log := c.logger.WithFields(logrus.Fields{"group": id, "state": sig.state, "generation": sig.generation, "members": len(snap.Members)})
 	c.appendRecords(ctx, []record.Record{rec}, func(base int64, code messages.ErrorCode, msg string) {
 		if code != 0 {
@@ -274,7 +283,7 @@ func failSyncs(replies []group.Reply, code messages.ErrorCode, msg string) []gro
 // never came back).
 func (c *Coordinator) maybeForget(e *groupEntry) {
 	g := e.g
-	if g.State() != group.Empty || g.Generation() != 0 || !g.NextWake().IsZero() || e.commits > 0 || e.deleting ||
+	if g.State() != group.Empty || g.Generation() != 0 || !g.NextWake().IsZero() || e.commits > 0 || e.deleting || e.expiring ||
 		len(c.table.Partitions(g.ID())) > 0 || c.groups.get(g.ID()) != e {
 		return
 	}
@@ -309,6 +318,7 @@ func (c *Coordinator) stopGroupTimer() {
 // find the new coordinator.
 func (c *Coordinator) unloadGroups(ctx actor.Context) {
 	c.stopGroupTimer()
+	c.stopExpiryTimer()
 	for _, id := range c.groups.ids() {
 		sendReplies(ctx, c.groups.get(id).g.Unload().Replies)
 	}

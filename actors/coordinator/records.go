@@ -180,7 +180,8 @@ func EncodeGroupMetadataKey(group string) []byte {
 
 // EncodeGroupMetadata returns s as a GroupMetadataValue version 3, stamped
 // with stateMs (the time the group entered its state, ms since the Unix
-// epoch). A group without members has a null protocol and leader, as
+// epoch; for a group without members, when it became Empty, -1 when
+// unknown: DecodeGroupMetadata reads it back as Snapshot.EmptySince). A group without members has a null protocol and leader, as
 // Kafka writes it.
 func EncodeGroupMetadata(s group.Snapshot, stateMs int64) []byte {
 	v := kmsg.NewGroupMetadataValue()
@@ -208,7 +209,8 @@ func EncodeGroupMetadata(s group.Snapshot, stateMs int64) []byte {
 
 // DecodeGroupMetadata decodes a GroupMetadataValue of versions 0 to 4 (a
 // rebalance timeout missing before v1 is the session timeout; instance ids
-// are empty before v3). The byte slices are copies. The error wraps
+// are empty before v3; a group without members gets its state timestamp,
+// from v2, as EmptySince unless it is negative). The byte slices are copies. The error wraps
 // ErrBadRecord.
 func DecodeGroupMetadata(value []byte) (group.Snapshot, error) {
 	if len(value) < 2 {
@@ -222,6 +224,11 @@ func DecodeGroupMetadata(value []byte) (group.Snapshot, error) {
 		return group.Snapshot{}, fmt.Errorf("%w: group metadata value: %v", ErrBadRecord, err)
 	}
 	s := group.Snapshot{ProtocolType: v.ProtocolType, Generation: v.Generation}
+	if len(v.Members) == 0 && v.Version >= 2 && v.CurrentStateTimestamp >= 0 {
+		// When the group became Empty (Kafka's current_state_timestamp,
+		// from v2; -1 when unknown), from which its offsets expire.
+		s.EmptySince = time.UnixMilli(v.CurrentStateTimestamp)
+	}
 	if v.Protocol != nil {
 		s.ProtocolName = *v.Protocol
 	}

@@ -146,8 +146,10 @@ func TestGroupMetadataRoundTrip(t *testing.T) {
 		s    group.Snapshot
 	}{
 		{"stable", stable},
-		{"empty", group.Snapshot{ProtocolType: group.ProtocolType, Generation: 8}},
-		{"never had members", group.Snapshot{}},
+		// Without members, the state timestamp is when the group became
+		// Empty.
+		{"empty", group.Snapshot{ProtocolType: group.ProtocolType, Generation: 8, EmptySince: time.UnixMilli(1700000000000)}},
+		{"never had members", group.Snapshot{EmptySince: time.UnixMilli(1700000000000)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +183,20 @@ func TestDecodeGroupMetadataVersions(t *testing.T) {
 	s, err := DecodeGroupMetadata(v0.AppendTo(nil))
 	if err != nil || s.Generation != 2 || len(s.Members) != 1 || s.Members[0].RebalanceTimeout != 6*time.Second || s.Members[0].InstanceID != "" {
 		t.Fatalf("v0 decodes as %+v, %v: want the rebalance timeout to be the session timeout", s, err)
+	}
+	// An Empty group's state timestamp is its EmptySince: unknown (zero)
+	// when -1, and before v2, which has none.
+	for _, tt := range []struct {
+		version int16
+		stamp   int64
+		want    time.Time
+	}{{3, -1, time.Time{}}, {1, 1700000000000, time.Time{}}, {2, 1700000000000, time.UnixMilli(1700000000000)}} {
+		v := kmsg.NewGroupMetadataValue()
+		v.Version, v.ProtocolType, v.Generation, v.CurrentStateTimestamp = tt.version, "consumer", 4, tt.stamp
+		s, err := DecodeGroupMetadata(v.AppendTo(nil))
+		if err != nil || !s.EmptySince.Equal(tt.want) || s.Generation != 4 {
+			t.Errorf("v%d with timestamp %d decodes as %+v, %v: want EmptySince %v", tt.version, tt.stamp, s, err, tt.want)
+		}
 	}
 	for _, bad := range [][]byte{nil, {0}, {0, 9, 0, 0}, EncodeGroupMetadata(group.Snapshot{ProtocolType: "consumer", Generation: 1}, 0)[:5]} {
 		if _, err := DecodeGroupMetadata(bad); !errors.Is(err, ErrBadRecord) {

@@ -34,8 +34,8 @@ type Committed struct {
 // for its key since the key's last tombstone, so the table matches the
 // log read in order even when writes are acknowledged out of order. (A
 // record acknowledged after a later tombstone of its key would come back:
-// whoever writes tombstones, i.e. group deletion, must have none of the
-// group's commits in flight.)
+// whoever writes tombstones, i.e. group deletion and offset expiry, must
+// have none of the group's commits in flight.)
 type OffsetTable struct {
 	groups map[string]map[TopicPartition]Committed
 	n      int

@@ -37,11 +37,28 @@ type Config struct {
 	// join may wait in the join phase before it is removed (Kafka's
 	// NewMemberJoinTimeoutMs). Default 5 min.
 	NewMemberJoinTimeout time.Duration
+	// OffsetsRetention is Kafka's offsets.retention.minutes (KIP-211): the
+	// committed offsets of a group expire once it has been Empty this long
+	// (or, for offsets committed from outside group management to a group
+	// that never had members, this long after each offset's commit), see
+	// Group.ExpireOffsets. Default 7 days.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is Kafka's
+	// offsets.retention.check.interval.ms: how often the coordinator (the
+	// shell) calls ExpireOffsets on its groups. Default 10 min.
+	OffsetsRetentionCheckInterval time.Duration
 	// NewMemberID returns the id for a new member of client clientID. The
 	// default is clientID + "-" + 26 random base32 characters, as Kafka's
 	// clientId-UUID. Tests supply a deterministic one.
 	NewMemberID func(clientID string) string
 }
+
+// Kafka's defaults of offsets.retention.minutes and
+// offsets.retention.check.interval.ms.
+const (
+	DefaultOffsetsRetention              = 7 * 24 * time.Hour
+	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute
+)
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
@@ -51,6 +68,9 @@ func DefaultConfig() Config {
 		MaxSessionTimeout:     30 * time.Minute,
 		NewMemberJoinTimeout:  5 * time.Minute,
 		NewMemberID:           randomMemberID,
+
+		OffsetsRetention:              DefaultOffsetsRetention,
+		OffsetsRetentionCheckInterval: DefaultOffsetsRetentionCheckInterval,
 	}
 }
 
@@ -72,6 +92,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxSize %d is negative", ErrInvalidConfig, c.MaxSize)
 	case c.NewMemberJoinTimeout <= 0:
 		return fmt.Errorf("%w: NewMemberJoinTimeout %v is not positive", ErrInvalidConfig, c.NewMemberJoinTimeout)
+	case c.OffsetsRetention <= 0:
+		return fmt.Errorf("%w: OffsetsRetention %v is not positive", ErrInvalidConfig, c.OffsetsRetention)
+	case c.OffsetsRetentionCheckInterval <= 0:
+		return fmt.Errorf("%w: OffsetsRetentionCheckInterval %v is not positive", ErrInvalidConfig, c.OffsetsRetentionCheckInterval)
 	case c.NewMemberID == nil:
 		return fmt.Errorf("%w: NewMemberID is nil", ErrInvalidConfig)
 	}

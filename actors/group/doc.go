@@ -38,6 +38,17 @@
 // takes over after a failover rebuilds the group with Restore, so members
 // keep their ids, generation and assignments.
 //
+// # Offset expiry (ExpireOffsets, OffsetsExpired)
+//
+// The group remembers when it became Empty (persisted in its Snapshot,
+// Kafka's current_state_timestamp). The shell holds the committed offsets
+// and, every Config.OffsetsRetentionCheckInterval, asks ExpireOffsets which
+// have expired (KIP-211: an Empty group's offsets OffsetsRetention after it
+// emptied; a group that never had members, each offset OffsetsRetention
+// after its commit; never while the group has members) and whether the
+// group goes with them; it writes their tombstones and, once durable, calls
+// OffsetsExpired, which makes a group still Empty and without offsets Dead.
+//
 // # Assignors
 //
 // Assignment is client-side in Kafka: the member the coordinator names leader

@@ -146,6 +146,12 @@ type Group struct {
 	// join phase ended; syncDeadline is when they are removed.
 	pendingSync  map[string]bool
 	syncDeadline time.Time
+	// emptySince is when the group last became Empty (Kafka's
+	// currentStateTimestamp while Empty), from which its offsets expire;
+	// zero while not Empty, and for a group that never had members or
+	// was restored from metadata without the timestamp (its offsets then
+	// expire from their commit timestamps).
+	emptySince time.Time
 	// out collects the Replies of the current call.
 	out []Reply
 	// rebalanced: the current call moved the group from Stable or
@@ -378,6 +384,7 @@ func (g *Group) prepareRebalance(now time.Time) {
 	clear(g.pendingSync)
 	g.syncDeadline = time.Time{}
 	if g.state == Empty {
+		g.emptySince = time.Time{}
 		delay := g.cfg.InitialRebalanceDelay
 		g.join = joinPhase{deadline: now.Add(delay), initial: true, remaining: max(g.rebalanceTimeout()-delay, 0)}
 		g.newMemberAdded = false
@@ -442,6 +449,7 @@ func (g *Group) completeJoin(now time.Time) bool {
 	if len(g.order) == 0 {
 		g.protocolName = ""
 		g.state = Empty
+		g.emptySince = now
 		return true
 	}
 	g.protocolName = g.selectProtocol()

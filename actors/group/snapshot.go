@@ -47,6 +47,11 @@ type Snapshot struct {
 	Leader string
 	// Members in the order they joined.
 	Members []MemberSnapshot
+	// EmptySince is, for a group without members, when it became Empty
+	// (Kafka's current_state_timestamp), from which its offsets expire;
+	// zero when unknown (its offsets then expire from their commit
+	// timestamps) and for a group with members.
+	EmptySince time.Time
 }
 
 // Durable reports whether the group is in a state its Snapshot describes
@@ -60,6 +65,9 @@ func (g *Group) Durable() bool { return g.state == Stable || g.state == Empty }
 func (g *Group) Snapshot() Snapshot {
 	s := Snapshot{ProtocolType: g.protocolType, Generation: g.generation}
 	if len(g.order) == 0 {
+		if g.state == Empty {
+			s.EmptySince = g.emptySince
+		}
 		return s
 	}
 	s.ProtocolName, s.Leader = g.protocolName, g.leader
@@ -75,7 +83,8 @@ func (g *Group) Snapshot() Snapshot {
 
 // Restore returns group id (cfg validated, as NewGroup) in the state s
 // describes, as a new coordinator finds it at now: Empty with s's
-// generation when s has no members; otherwise Stable, every member
+// generation (and s.EmptySince, so its offsets expire as they would have
+// at the old coordinator) when s has no members; otherwise Stable, every member
 // supporting only the generation's protocol (with its snapshot metadata)
 // and holding its assignment, its session timer started at now (Kafka's
 // loadGroup). Members then heartbeat and commit with their generation as
@@ -96,6 +105,7 @@ func Restore(id string, cfg Config, s Snapshot, now time.Time) (*Group, error) {
 	}
 	g.protocolType, g.generation = s.ProtocolType, s.Generation
 	if len(s.Members) == 0 {
+		g.emptySince = s.EmptySince
 		return g, nil
 	}
 	g.protocolName = s.ProtocolName

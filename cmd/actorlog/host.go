@@ -135,6 +135,10 @@ command line wins over the environment, which wins over the file.`,
 		"how long a consumer group's first rebalance waits for more members (0: none)")
 	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultConfig().MinSessionTimeout,
 		"the shortest session timeout a group member may ask for")
+	f.DurationVar(&cfg.OffsetsRetention, "offsets-retention", group.DefaultOffsetsRetention,
+		"committed offsets of a consumer group expire once it has been empty this long (offsets committed from outside a group: this long after their commit); Kafka's offsets.retention.minutes")
+	f.DurationVar(&cfg.OffsetsRetentionCheckInterval, "offsets-retention-check-interval", group.DefaultOffsetsRetentionCheckInterval,
+		"how often the group coordinators look for expired offsets (Kafka's offsets.retention.check.interval.ms)")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", 0,
 		"connections the host keeps open over all its ports (Kafka's max.connections; etcd's ports count three each); more are closed as they arrive (default: half the descriptors RLIMIT_NOFILE keeps out of partitions, 512 at 2048 and above)")
