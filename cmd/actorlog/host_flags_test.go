@@ -251,15 +251,22 @@ func TestHostKafkaFlags(t *testing.T) {
 		}
 		return nil
 	})
-	if log := h.log(); !strings.Contains(log, `kafka_advertise="localhost:`+port+`"`) {
-		t.Fatalf("the start line does not name the Kafka address; log:\n%s", log)
-	}
+	poll.Until(t, 10*time.Second, func() error {
+		if log := h.log(); !strings.Contains(log, `kafka_advertise="localhost:`+port+`"`) {
+			return fmt.Errorf("the start line does not name the Kafka address; log:\n%s", log)
+		}
+		return nil
+	})
 
 	// "" turns it off.
 	off := startHost(t, t.TempDir(), freeBase(t), "--kafka-listen", "")
-	if log := off.log(); !strings.Contains(log, "no Kafka listener") || !strings.Contains(log, "kafka_listen=none") {
-		t.Fatalf("--kafka-listen \"\": the log does not say it runs no Kafka listener:\n%s", log)
-	}
+	// The start line may follow /healthz's first ok by a moment.
+	poll.Until(t, 10*time.Second, func() error {
+		if log := off.log(); !strings.Contains(log, "no Kafka listener") || !strings.Contains(log, "kafka_listen=none") {
+			return fmt.Errorf("--kafka-listen \"\": the log does not say it runs no Kafka listener:\n%s", log)
+		}
+		return nil
+	})
 }
 
 // TestHostKafkaMetadataListsEveryHost: every host's Kafka address is part
