@@ -479,32 +479,56 @@ func groupSegments(segs []segFile, next int64, limit int64) [][]segFile {
 // segments (all but the last) from opts.FirstDirty, rewrites every closed
 // segment that starts below the map's end, merging small ones, and swaps
 // each group in. It returns what it did; EndOffset is the next cleaning's
-// FirstDirty.
+// FirstDirty. (*Log).Clean (clean.go) cleans an open log.
 func CompactDir(dir string, opts CompactOptions) (CompactStats, error) {
 	opts = opts.withDefaults()
 	fsys, logger := opts.FS, opts.Logger.WithField("log", dir)
-	stats := CompactStats{EndOffset: opts.FirstDirty}
 	if err := recoverCleaning(fsys, dir, logger); err != nil {
-		return stats, err
+		return CompactStats{EndOffset: opts.FirstDirty}, err
 	}
 	segs, err := listSegmentFiles(fsys, dir)
 	if err != nil {
-		return stats, err
+		return CompactStats{EndOffset: opts.FirstDirty}, err
 	}
 	if len(segs) < 2 {
-		return stats, nil // only the active segment
+		return CompactStats{EndOffset: opts.FirstDirty}, nil // only the active segment
 	}
 	paths := make([]string, len(segs))
 	for i, s := range segs {
 		paths[i] = segmentPath(dir, s.base, logSuffix)
 	}
-	closed := segs[:len(segs)-1]
+	plan := compactPlan{segs: segs[:len(segs)-1], next: segs[len(segs)-1].base, scanPaths: paths}
+	swap := func(b0, end int64, _ *segment) error { return swapCleaned(fsys, dir, b0, end) }
+	return compactSegments(fsys, dir, plan, opts, logger, swap)
+}
+
+// compactPlan is what a cleaning works on.
+type compactPlan struct {
+	segs      []segFile // the closed segments that may be cleaned, in order
+	next      int64     // base of the segment after the last of segs
+	scanPaths []string  // segs' files and those after them, scanned for each producer's last batch
+}
+
+// swapFunc swaps the cleaned segment at b0, covering [b0, end), in once
+// its .cleaned files and marker are written (step 1 done); seg is its
+// state as written. On error the caller removes what is left of step 1.
+type swapFunc func(b0, end int64, seg *segment) error
+
+// compactSegments cleans plan's segments: builds the offset map from
+// opts.FirstDirty, rewrites the segments below its end, merged into
+// groups, and has swap put each group in.
+func compactSegments(fsys FS, dir string, plan compactPlan, opts CompactOptions, logger *logrus.Entry, swap swapFunc) (CompactStats, error) {
+	stats := CompactStats{EndOffset: opts.FirstDirty}
+	closed := plan.segs
+	if len(closed) == 0 {
+		return stats, nil
+	}
 	m, err := NewOffsetMap(opts.DedupeBufferBytes)
 	if err != nil {
 		return stats, err
 	}
-	from := max(opts.FirstDirty, segs[0].base)
-	end, err := BuildOffsetMap(fsys, paths[:len(closed)], from, m, opts.MaxInflatedBytes)
+	from := max(opts.FirstDirty, closed[0].base)
+	end, err := BuildOffsetMap(fsys, plan.scanPaths[:len(closed)], from, m, opts.MaxInflatedBytes)
 	if err != nil {
 		return stats, fmt.Errorf("storage: compact %s: %w", dir, err)
 	}
@@ -513,7 +537,7 @@ func CompactDir(dir string, opts CompactOptions) (CompactStats, error) {
 		return stats, nil // nothing dirty
 	}
 	n := sort.Search(len(closed), func(i int) bool { return closed[i].base >= end })
-	last, keepLast, err := producerLastBatches(fsys, paths, n)
+	last, keepLast, err := producerLastBatches(fsys, plan.scanPaths, n)
 	if err != nil {
 		return stats, fmt.Errorf("storage: compact %s: %w", dir, err)
 	}
@@ -525,13 +549,17 @@ func CompactDir(dir string, opts CompactOptions) (CompactStats, error) {
 		maxInflated:  opts.MaxInflatedBytes,
 		stats:        &stats,
 	}
-	groups := groupSegments(closed[:n], segs[n].base, opts.SegmentBytes)
+	after := plan.next
+	if n < len(closed) {
+		after = closed[n].base
+	}
+	groups := groupSegments(closed[:n], after, opts.SegmentBytes)
 	for i, g := range groups {
-		next := segs[n].base
+		next := after
 		if i+1 < len(groups) {
 			next = groups[i+1][0].base
 		}
-		if err := cleanGroup(fsys, dir, g, next, c, opts, logger); err != nil {
+		if err := cleanGroup(fsys, dir, g, next, c, opts, logger, swap); err != nil {
 			return stats, fmt.Errorf("storage: compact %s: %w", dir, err)
 		}
 	}
@@ -545,7 +573,7 @@ func CompactDir(dir string, opts CompactOptions) (CompactStats, error) {
 type cleanedWriter struct {
 	fsys    FS
 	f       File
-	seg     segment // index state, built as a scan would
+	seg     *segment // index state, built as a scan would
 	pos     int64
 	buf     []byte
 	changed bool
@@ -597,9 +625,9 @@ func createSynced(fsys FS, path string, write func(f File) error) error {
 
 // cleanGroup cleans one group of segments into one at the group's first
 // base and swaps it in. next is the base of the segment after the group.
-func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleaner, opts CompactOptions, logger *logrus.Entry) error {
+func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleaner, opts CompactOptions, logger *logrus.Entry, swap swapFunc) error {
 	b0 := group[0].base
-	w := &cleanedWriter{fsys: fsys, opts: opts, seg: segment{base: b0, next: b0, rollTS: -1, corruptAt: -1}}
+	w := &cleanedWriter{fsys: fsys, opts: opts, seg: &segment{base: b0, dir: dir, next: b0, rollTS: -1, corruptAt: -1}}
 	w.seg.maxTS.Store(-1)
 	logPath := segmentPath(dir, b0, logSuffix+cleanedSuffix)
 	err := createSynced(fsys, logPath, func(f File) error {
@@ -638,6 +666,10 @@ func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleane
 			return err
 		})
 	}
+	if err == nil {
+		w.seg.size.Store(w.pos)
+		err = swap(b0, next, w.seg)
+	}
 	if err != nil {
 		// Roll back what was written; the old segments are untouched.
 		paths := []string{segmentPath(dir, b0, cleanMarkerSuffix+cleanedSuffix)}
@@ -647,9 +679,6 @@ func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleane
 		if rerr := removeAll(fsys, paths...); rerr != nil {
 			logger.WithError(rerr).Warn("removing the files of a failed cleaning; the next open removes them")
 		}
-		return err
-	}
-	if err := swapCleaned(fsys, dir, b0, next); err != nil {
 		return err
 	}
 	for _, s := range group {

@@ -112,6 +112,8 @@ type Log struct {
 	openSealed []*segment // sealed segments that may hold open files, oldest first; guarded by fdmu
 	idleMu     sync.Mutex // serializes idle sweeps; guards segment.idleSince
 
+	cleaner cleanerState // the log cleaner's checkpoint and lock (clean.go)
+
 	closeOnce sync.Once
 	flushStop chan struct{}
 	flushDone chan struct{}

@@ -89,6 +89,9 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	if err := writeRecoveryPoint(l.fs, l.dir, l.recoveryPoint); err != nil {
 		return 0, l.fail(err)
 	}
+	if err := l.lowerCleanerCheckpoint(newEnd); err != nil {
+		return 0, l.fail(err)
+	}
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return 0, l.fail(err)
 	}
