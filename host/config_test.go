@@ -55,6 +55,11 @@ func TestConfigDefaults(t *testing.T) {
 		{"AutoCreateTopics", c.AutoCreateTopics, false},
 		{"NumPartitions", c.NumPartitions, int32(1)},
 		{"DefaultReplicationFactor", c.DefaultReplicationFactor, int16(1)},
+		// Kafka's log.cleaner.* defaults.
+		{"LogCleanerThreads", c.LogCleanerThreads, 1},
+		{"LogCleanerBackoff", c.LogCleanerBackoff, 15 * time.Second},
+		{"LogCleanerDedupeBufferSize", c.LogCleanerDedupeBufferSize, int64(128 << 20)},
+		{"LogCleanerIOMaxBytesPerSecond", c.LogCleanerIOMaxBytesPerSecond, int64(0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -119,6 +124,10 @@ func TestConfigOverrides(t *testing.T) {
 		{"AutoCreateTopics", Config{AutoCreateTopics: true}, func(c Config) any { return c.AutoCreateTopics }, true, nil},
 		{"NumPartitions", Config{NumPartitions: 6}, func(c Config) any { return c.NumPartitions }, int32(6), nil},
 		{"DefaultReplicationFactor", Config{DefaultReplicationFactor: 3}, func(c Config) any { return c.DefaultReplicationFactor }, int16(3), nil},
+		{"LogCleanerThreads", Config{LogCleanerThreads: 4}, func(c Config) any { return c.LogCleanerThreads }, 4, nil},
+		{"LogCleanerBackoff", Config{LogCleanerBackoff: time.Second}, func(c Config) any { return c.LogCleanerBackoff }, time.Second, nil},
+		{"LogCleanerDedupeBufferSize", Config{LogCleanerDedupeBufferSize: 1 << 20}, func(c Config) any { return c.LogCleanerDedupeBufferSize }, int64(1 << 20), nil},
+		{"LogCleanerIOMaxBytesPerSecond", Config{LogCleanerIOMaxBytesPerSecond: 1 << 20}, func(c Config) any { return c.LogCleanerIOMaxBytesPerSecond }, int64(1 << 20), nil},
 	}
 	defaults, err := Config{}.withDefaults()
 	if err != nil {
@@ -169,6 +178,12 @@ func TestConfigRefusals(t *testing.T) {
 		{"negative MaxConnections", Config{MaxConnections: -1}, "--max-connections"},
 		{"negative MaxConnectionsPerIP", Config{MaxConnectionsPerIP: -1}, "--max-connections-per-ip"},
 		{"negative NumPartitions", Config{NumPartitions: -1}, "--num-partitions"},
+		{"negative LogCleanerThreads", Config{LogCleanerThreads: -1}, "--log-cleaner-threads"},
+		{"negative LogCleanerBackoff", Config{LogCleanerBackoff: -time.Second}, "--log-cleaner-backoff"},
+		{"negative LogCleanerDedupeBufferSize", Config{LogCleanerDedupeBufferSize: -1}, "--log-cleaner-dedupe-buffer-size -1"},
+		{"LogCleanerDedupeBufferSize below 1 MiB a thread", Config{LogCleanerThreads: 4, LogCleanerDedupeBufferSize: 2 << 20}, "over 4 --log-cleaner-threads"},
+		{"LogCleanerDedupeBufferSize above 2 GiB a thread", Config{LogCleanerDedupeBufferSize: 4 << 30}, "--log-cleaner-dedupe-buffer-size"},
+		{"negative LogCleanerIOMaxBytesPerSecond", Config{LogCleanerIOMaxBytesPerSecond: -1}, "--log-cleaner-io-max-bytes-per-second"},
 		{"NumPartitions above the topic limit", Config{NumPartitions: 10001}, "--num-partitions"},
 		{"negative DefaultReplicationFactor", Config{DefaultReplicationFactor: -1}, "--default-replication-factor"},
 		{"Listen without a port", Config{Listen: "127.0.0.1"}, "--listen"},

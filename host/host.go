@@ -39,6 +39,7 @@ import (
 	"github.com/actorlog/actorlog/cluster/netlimit"
 	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 // Config configures a host. Zero fields take the defaults noted.
@@ -143,6 +144,22 @@ type Config struct {
 	// offsets.retention.check.interval.ms; 0: 10 min; negative is an
 	// error).
 	OffsetsRetentionCheckInterval time.Duration
+	// LogCleanerThreads is how many logs of compacted topics the host's
+	// log cleaner cleans at once (Kafka's log.cleaner.threads; 0: 1).
+	LogCleanerThreads int
+	// LogCleanerBackoff is how long a cleaner thread sleeps when no log
+	// needs cleaning (Kafka's log.cleaner.backoff.ms; 0:
+	// storage.DefaultCleanerBackoff, 15 s).
+	LogCleanerBackoff time.Duration
+	// LogCleanerDedupeBufferSize is the memory of the cleaner's offset
+	// maps, shared by its threads (Kafka's
+	// log.cleaner.dedupe.buffer.size; 0: 128 MiB; at least
+	// MinLogCleanerDedupeBufferPerThread a thread).
+	LogCleanerDedupeBufferSize int64
+	// LogCleanerIOMaxBytesPerSecond bounds the bytes the cleaner reads
+	// and writes a second, all threads together (Kafka's
+	// log.cleaner.io.max.bytes.per.second; 0: no bound).
+	LogCleanerIOMaxBytesPerSecond int64
 	// MaxConnections bounds the connections the host holds open over all
 	// its listeners: the remote, HTTP, Kafka, and the embedded etcd's client and
 	// peer ports, each of whose connections counts three (Kafka's
@@ -170,6 +187,10 @@ type Config struct {
 
 // DefaultLeaseTTL is the default host lease and controller session TTL.
 const DefaultLeaseTTL = 6 * time.Second
+
+// MinLogCleanerDedupeBufferPerThread is the smallest share of
+// --log-cleaner-dedupe-buffer-size a cleaner thread may get.
+const MinLogCleanerDedupeBufferPerThread = 1 << 20
 
 func (c Config) withDefaults() (Config, error) {
 	if c.HostID < 0 {
@@ -217,6 +238,31 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.OffsetsRetentionCheckInterval < 0 {
 		return c, fmt.Errorf("host: --offsets-retention-check-interval %v: want a positive duration", c.OffsetsRetentionCheckInterval)
+	}
+	if c.LogCleanerThreads < 0 {
+		return c, fmt.Errorf("host: --log-cleaner-threads %d: want at least 1", c.LogCleanerThreads)
+	}
+	if c.LogCleanerThreads == 0 {
+		c.LogCleanerThreads = 1
+	}
+	if c.LogCleanerBackoff < 0 {
+		return c, fmt.Errorf("host: --log-cleaner-backoff %v: want a positive duration", c.LogCleanerBackoff)
+	}
+	if c.LogCleanerBackoff == 0 {
+		c.LogCleanerBackoff = storage.DefaultCleanerBackoff
+	}
+	if c.LogCleanerDedupeBufferSize < 0 {
+		return c, fmt.Errorf("host: --log-cleaner-dedupe-buffer-size %d: want a positive size", c.LogCleanerDedupeBufferSize)
+	}
+	if c.LogCleanerDedupeBufferSize == 0 {
+		c.LogCleanerDedupeBufferSize = storage.DefaultDedupeBufferBytes
+	}
+	if per := c.LogCleanerDedupeBufferSize / int64(c.LogCleanerThreads); per < MinLogCleanerDedupeBufferPerThread || per > math.MaxInt32 {
+		return c, fmt.Errorf("host: --log-cleaner-dedupe-buffer-size %d over %d --log-cleaner-threads: want %d to %d bytes a thread",
+			c.LogCleanerDedupeBufferSize, c.LogCleanerThreads, MinLogCleanerDedupeBufferPerThread, math.MaxInt32)
+	}
+	if c.LogCleanerIOMaxBytesPerSecond < 0 {
+		return c, fmt.Errorf("host: --log-cleaner-io-max-bytes-per-second %d: want 0 (no bound) or a positive rate", c.LogCleanerIOMaxBytesPerSecond)
 	}
 	if c.NumPartitions < 0 {
 		return c, fmt.Errorf("host: --num-partitions %d: want at least 1", c.NumPartitions)
@@ -367,6 +413,7 @@ type Host struct {
 	// localController is this host's controller activation, if it has one.
 	localController atomic.Pointer[actor.PID]
 	metrics         *Metrics
+	cleaner         *storage.Cleaner  // the log cleaner; nil until start made it
 	conns           *netlimit.Limiter // limits the connections of every listener
 	http            *http.Server
 	// kafkaLn is the bound Kafka listener (nil: none), served by kafka
@@ -522,11 +569,20 @@ func (h *Host) start(ctx context.Context) error {
 	if err := gcfg.Validate(); err != nil {
 		return fmt.Errorf("host: consumer group settings: %w", err)
 	}
+	cleaner, err := storage.NewCleaner(storage.CleanerConfig{
+		Threads: cfg.LogCleanerThreads, Backoff: cfg.LogCleanerBackoff, DedupeBufferBytes: int(cfg.LogCleanerDedupeBufferSize),
+		IOBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond, Observer: h.metrics, Logger: h.logger.WithField("component", "log-cleaner"),
+	})
+	if err != nil {
+		return fmt.Errorf("host: log cleaner: %w", err)
+	}
+	cleaner.Start()
+	h.cleaner = cleaner
 	brk, err := h.supervise(messages.BrokerActorID, broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
-		Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics,
+		Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics, Cleaner: cleaner,
 	}))
 	h.brokerMu.Lock()
 	h.broker = brk
@@ -798,6 +854,11 @@ func (h *Host) shutdown(ctx context.Context) error {
 		}
 	}
 	h.controlledShutdown(ctx)
+	if h.cleaner != nil {
+		// Aborts the cleanings in progress (they start over after the
+		// restart), so no replica's stop waits for one.
+		h.cleaner.Stop()
+	}
 	// Replicas serve what they have queued, then close their logs.
 	if err := h.stopBroker(true); err != nil {
 		errs = append(errs, err)

@@ -1,7 +1,9 @@
 // metrics.go: the host's Prometheus metrics — produce and fetch request
 // rates and latencies, bytes in and out, each partition's log end offset,
-// and the actors respawned after they stopped unexpectedly — implementing
-// replica.Metrics and broker.RestartCounter.
+// the actors respawned after they stopped unexpectedly, and the log
+// cleaner's work (bytes, cleanings, time, tombstones removed, each
+// compacted partition's dirty ratio) — implementing replica.Metrics,
+// broker.RestartCounter and storage.CleanerObserver.
 
 package host
 
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 // Metrics holds the host's collectors; safe for concurrent use.
@@ -24,6 +27,9 @@ type Metrics struct {
 	recordsIn    *prometheus.CounterVec
 	logEndOffset *prometheus.GaugeVec
 	restarts     *prometheus.CounterVec
+	// The log cleaner's.
+	cleanedBytes, cleanings, cleanerSeconds, tombstonesRemoved prometheus.Counter
+	dirtyRatio                                                 *prometheus.GaugeVec
 }
 
 // NewMetrics registers the collectors (and Go/process collectors) in a new
@@ -54,8 +60,24 @@ func NewMetrics() *Metrics {
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "actorlog_actor_restarts_total", Help: "Actors respawned after they stopped unexpectedly, by kind (broker, controller, replica, coordinator).",
 		}, []string{"actor"}),
+		cleanedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "actorlog_log_cleaner_bytes_cleaned_total", Help: "Bytes of closed segments the log cleaner rewrote (before cleaning).",
+		}),
+		cleanings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "actorlog_log_cleaner_cleanings_total", Help: "Cleanings of a log that swapped segments in or moved its cleaner checkpoint.",
+		}),
+		cleanerSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "actorlog_log_cleaner_seconds_total", Help: "Time the log cleaner spent in those cleanings (I/O throttling included).",
+		}),
+		tombstonesRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "actorlog_log_cleaner_tombstones_removed_total", Help: "Tombstones the log cleaner dropped past delete.retention.ms.",
+		}),
+		dirtyRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "actorlog_log_dirty_ratio", Help: "Dirty share of the cleanable closed segments of each compacted partition replica here, as the cleaner last saw it.",
+		}, []string{"topic", "partition"}),
 	}
 	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset, m.restarts,
+		m.cleanedBytes, m.cleanings, m.cleanerSeconds, m.tombstonesRemoved, m.dirtyRatio,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -90,4 +112,22 @@ func (m *Metrics) ActorRestarted(kind string) {
 // Forget drops a partition's gauges (after it is deleted or moves away).
 func (m *Metrics) Forget(topic string, partition int32) {
 	m.logEndOffset.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+}
+
+// LogCleaned records one cleaning (storage.CleanerObserver).
+func (m *Metrics) LogCleaned(_ string, _ int32, stats storage.CompactStats, took time.Duration) {
+	m.cleanings.Inc()
+	m.cleanedBytes.Add(float64(stats.BytesIn))
+	m.tombstonesRemoved.Add(float64(stats.TombstonesRemoved))
+	m.cleanerSeconds.Add(took.Seconds())
+}
+
+// DirtyRatio records a compacted partition's dirty ratio.
+func (m *Metrics) DirtyRatio(topic string, partition int32, ratio float64) {
+	m.dirtyRatio.WithLabelValues(topic, strconv.Itoa(int(partition))).Set(ratio)
+}
+
+// ForgetLog drops a partition's dirty ratio once its replica stopped.
+func (m *Metrics) ForgetLog(topic string, partition int32) {
+	m.dirtyRatio.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
 }

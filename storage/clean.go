@@ -36,7 +36,9 @@
 //
 // CleanableInfo is what a scheduler needs: clean and dirty bytes over the
 // closed segments (Kafka's dirty ratio) and whether max.compaction.lag.ms
-// forces a cleaning now.
+// forces a cleaning now. The scheduler (cleaner.go) passes a reused
+// OffsetMap and a Throttle hook, paid for every byte the cleaning reads and
+// writes (its I/O budget) and whose error aborts the cleaning.
 
 package storage
 
@@ -44,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -81,6 +84,55 @@ type CleanOptions struct {
 	// DedupeBufferBytes is the offset map's budget (default
 	// DefaultDedupeBufferBytes).
 	DedupeBufferBytes int
+	// OffsetMap, when set, is cleared and reused as the offset map
+	// (DedupeBufferBytes is then ignored). Not safe for two cleanings at
+	// once: a cleaner thread keeps one.
+	OffsetMap *OffsetMap
+	// Throttle, when set, is called with the byte count of each read and
+	// write the cleaning makes of segment files (after it), and with 0
+	// before each swap: it may sleep (an I/O budget) and its error ends
+	// the cleaning (the cleaned files not swapped in yet are dropped; wrap
+	// ErrCleanAborted to make it a quiet abort).
+	Throttle func(n int) error
+}
+
+// throttledFS calls a cleaning's Throttle hook on each read and write of
+// the files it opens.
+type throttledFS struct {
+	FS
+	hook func(n int) error
+}
+
+func (t throttledFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if err := t.hook(0); err != nil {
+		return nil, err
+	}
+	f, err := t.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return throttledFile{File: f, hook: t.hook}, nil
+}
+
+type throttledFile struct {
+	File
+	hook func(n int) error
+}
+
+func (t throttledFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := t.File.ReadAt(p, off)
+	if herr := t.hook(n); herr != nil {
+		return n, herr
+	}
+	return n, err
+}
+
+func (t throttledFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := t.File.WriteAt(p, off)
+	if herr := t.hook(n); herr != nil && err == nil {
+		return n, herr
+	}
+	return n, err
 }
 
 // CleanableInfo describes how dirty a log is.
@@ -96,7 +148,8 @@ type CleanableInfo struct {
 	Ratio float64
 	// OldestDirtyTimestamp is the max timestamp of the first batch of the
 	// first dirty closed segment (Kafka's first batch timestamp), -1 when
-	// unknown or none.
+	// unknown or none, or when max.compaction.lag.ms is unbounded (it is
+	// not read then).
 	OldestDirtyTimestamp int64
 	// MaxLagExceeded says the oldest dirty record is older than
 	// max.compaction.lag.ms: the log must be cleaned whatever its ratio.
@@ -244,14 +297,17 @@ func (l *Log) CleanableInfo(opts CleanOptions) (CleanableInfo, error) {
 	if total := info.CleanBytes + info.DirtyBytes; total > 0 {
 		info.Ratio = float64(info.DirtyBytes) / float64(total)
 	}
-	if firstDirtySeg != nil {
+	maxLag := l.cfg.EffectiveMaxCompactionLag()
+	if firstDirtySeg != nil && maxLag != time.Duration(math.MaxInt64) {
+		// Read only when max.compaction.lag.ms needs it: the cleaner
+		// asks every backoff, and the read would reopen the files of a
+		// segment closed for idleness.
 		ts, err := l.firstBatchTimestamp(firstDirtySeg)
 		if err != nil {
 			return info, err
 		}
 		info.OldestDirtyTimestamp = ts
 	}
-	maxLag := l.cfg.EffectiveMaxCompactionLag()
 	info.MaxLagExceeded = maxLag != time.Duration(math.MaxInt64) && info.OldestDirtyTimestamp >= 0 &&
 		opts.Now.UnixMilli()-info.OldestDirtyTimestamp > maxLag.Milliseconds()
 	info.ShouldClean = info.MaxLagExceeded || (info.DirtyBytes > 0 && info.Ratio >= l.cfg.EffectiveMinCleanableDirtyRatio())
@@ -331,14 +387,24 @@ func (l *Log) Clean(opts CleanOptions) (CompactStats, error) {
 	copts := CompactOptions{
 		FS: l.fs, Logger: l.logger, SegmentBytes: l.cfg.SegmentBytes, IndexIntervalBytes: l.cfg.IndexIntervalBytes,
 		MaxInflatedBytes: l.cfg.MaxInflatedBytes, DeleteRetention: retention, Now: opts.Now,
-		DedupeBufferBytes: opts.DedupeBufferBytes, FirstDirty: fd,
+		DedupeBufferBytes: opts.DedupeBufferBytes, FirstDirty: fd, OffsetMap: opts.OffsetMap,
 	}.withDefaults()
+	if opts.Throttle != nil {
+		copts.FS = throttledFS{FS: l.fs, hook: opts.Throttle}
+	}
 	old := make(map[*segment]bool, len(v.closed))
 	for _, s := range v.closed[:v.bound] {
 		old[s] = true
 	}
-	swap := func(b0, end int64, seg *segment) error { return l.swapLive(v.gen, old, b0, end, seg) }
-	stats, err := compactSegments(l.fs, l.dir, plan, copts, l.logger, swap)
+	swap := func(b0, end int64, seg *segment) error {
+		if opts.Throttle != nil {
+			if err := opts.Throttle(0); err != nil {
+				return err
+			}
+		}
+		return l.swapLive(v.gen, old, b0, end, seg)
+	}
+	stats, err := compactSegments(copts.FS, l.dir, plan, copts, l.logger, swap)
 	if err != nil {
 		return stats, err
 	}

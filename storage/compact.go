@@ -116,6 +116,9 @@ type CompactOptions struct {
 	// FirstDirty is the first offset not cleaned yet (the cleaner's
 	// checkpoint): the offset map covers the closed segments from it.
 	FirstDirty int64
+	// OffsetMap, when set, is cleared and used as the offset map instead
+	// of a new one of DedupeBufferBytes (a cleaner thread keeps one).
+	OffsetMap *OffsetMap
 }
 
 func (o CompactOptions) withDefaults() CompactOptions {
@@ -523,9 +526,14 @@ func compactSegments(fsys FS, dir string, plan compactPlan, opts CompactOptions,
 	if len(closed) == 0 {
 		return stats, nil
 	}
-	m, err := NewOffsetMap(opts.DedupeBufferBytes)
-	if err != nil {
-		return stats, err
+	m := opts.OffsetMap
+	if m != nil {
+		m.Clear()
+	} else {
+		var err error
+		if m, err = NewOffsetMap(opts.DedupeBufferBytes); err != nil {
+			return stats, err
+		}
 	}
 	from := max(opts.FirstDirty, closed[0].base)
 	end, err := BuildOffsetMap(fsys, plan.scanPaths[:len(closed)], from, m, opts.MaxInflatedBytes)

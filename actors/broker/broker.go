@@ -66,6 +66,9 @@ type Config struct {
 	DataDir string
 	Store   cluster.MetadataStore
 	Metrics replica.Metrics
+	// Cleaner is the host's log cleaner, which the replicas of compacted
+	// topics register their logs with (nil: none; their logs grow).
+	Cleaner replica.LogCleaner
 	// Controller resolves the controller's PID (through the protoactor
 	// cluster); called off the actor's goroutine, as it may block.
 	Controller func() *actor.PID

@@ -153,7 +153,7 @@ func (b *Broker) replicaConfig(t *messages.TopicMetadata, p *messages.PartitionS
 		LeaderEpoch: p.LeaderEpoch, MinInsyncReplicas: minISR,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
 		Self:              b.cfg.HostID, Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.Isr...), PartitionEpoch: p.PartitionEpoch,
-		Hosts: b.hostAddresses(), Metrics: b.cfg.Metrics, Logger: b.cfg.Logger,
+		Hosts: b.hostAddresses(), Metrics: b.cfg.Metrics, Cleaner: b.cfg.Cleaner, Logger: b.cfg.Logger,
 	}, nil
 }
 

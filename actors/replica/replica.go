@@ -95,6 +95,11 @@ type Config struct {
 	Now func() time.Time
 	// Metrics receives per-request observations (optional).
 	Metrics Metrics
+	// Cleaner is the host's log cleaner (optional): a replica of a topic
+	// whose cleanup.policy compacts registers its open log with it, to be
+	// cleaned up to the checkpointed high watermark, and unregisters it
+	// before closing it. A Transition keeps the registration.
+	Cleaner LogCleaner
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Entry
 }
@@ -105,6 +110,12 @@ type Metrics interface {
 	Produced(topic string, partition int32, records int, bytes int, took time.Duration, code messages.ErrorCode)
 	Fetched(topic string, partition int32, bytes int, took time.Duration, code messages.ErrorCode)
 	LogEndOffset(topic string, partition int32, offset int64)
+}
+
+// LogCleaner is the host's log cleaner as a replica sees it
+// (*storage.Cleaner). hw is called from the cleaner's goroutines.
+type LogCleaner interface {
+	Register(topic string, partition int32, l *storage.Log, hw func() int64) (unregister func())
 }
 
 type noMetrics struct{}
@@ -221,7 +232,9 @@ type Replica struct {
 	parkedFollowers int
 	wokeHW, wokeLEO int64
 	// growth counts the bytes appended, for waking parked fetches.
-	growth    byteClock
+	growth byteClock
+	// unclean unregisters the log from the cleaner (nil: not registered).
+	unclean   func()
 	retention *time.Ticker
 	stopTick  chan struct{}
 }
@@ -350,6 +363,12 @@ func (r *Replica) onStarted(ctx actor.Context) {
 		return
 	}
 	r.log = l
+	if r.cfg.Cleaner != nil && r.cfg.Log.CleanupPolicy.Compacts() {
+		// The checkpointed high watermark, safe from any goroutine: at
+		// most HighWatermarkCheckpointInterval behind r.hw, and lowered
+		// by truncations. Followers clean their own logs too.
+		r.unclean = r.cfg.Cleaner.Register(r.cfg.Topic, r.cfg.Partition, l, l.HighWatermarkCheckpoint)
+	}
 	if r.assumeRole(ctx) {
 		r.startTimers(ctx)
 	}
@@ -455,6 +474,12 @@ func (r *Replica) onStopping(ctx actor.Context) {
 		close(r.stopTick)
 	}
 	r.answerParked(ctx, "replica stopping", "leader stopping before the in-sync replicas had the batch")
+	if r.unclean != nil {
+		// Aborts a cleaning of the log in progress and waits for it to
+		// end, so none runs into the Close.
+		r.unclean()
+		r.unclean = nil
+	}
 	if r.log != nil {
 		r.checkpointHighWatermark()
 		if err := r.log.Close(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/actorlog/actorlog/host"
 	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 func newHostCmd(g *globals) *cobra.Command {
@@ -139,6 +140,14 @@ command line wins over the environment, which wins over the file.`,
 		"committed offsets of a consumer group expire once it has been empty this long (offsets committed from outside a group: this long after their commit); Kafka's offsets.retention.minutes")
 	f.DurationVar(&cfg.OffsetsRetentionCheckInterval, "offsets-retention-check-interval", group.DefaultOffsetsRetentionCheckInterval,
 		"how often the group coordinators look for expired offsets (Kafka's offsets.retention.check.interval.ms)")
+	f.IntVar(&cfg.LogCleanerThreads, "log-cleaner-threads", 1,
+		"how many logs of compacted topics are cleaned at once (Kafka's log.cleaner.threads)")
+	f.DurationVar(&cfg.LogCleanerBackoff, "log-cleaner-backoff", storage.DefaultCleanerBackoff,
+		"how long a log cleaner thread sleeps when no log needs cleaning (Kafka's log.cleaner.backoff.ms)")
+	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", storage.DefaultDedupeBufferBytes,
+		"bytes of the log cleaner's offset maps, shared by its threads, at least 1 MiB a thread (Kafka's log.cleaner.dedupe.buffer.size)")
+	f.Int64Var(&cfg.LogCleanerIOMaxBytesPerSecond, "log-cleaner-io-max-bytes-per-second", 0,
+		"bytes the log cleaner reads and writes a second, all threads together (Kafka's log.cleaner.io.max.bytes.per.second; 0: no bound)")
 	f.IntVar(&hostID, "host-id", 0, "ask for this host id (default: assigned to --name by the cluster)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", 0,
 		"connections the host keeps open over all its ports (Kafka's max.connections; etcd's ports count three each); more are closed as they arrive (default: half the descriptors RLIMIT_NOFILE keeps out of partitions, 512 at 2048 and above)")
