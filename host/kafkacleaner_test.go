@@ -188,15 +188,21 @@ func TestKafkaLogCleanerCompactsLiveTopic(t *testing.T) {
 		t.Errorf("no offset gaps in %d records up to %d", len(got), last)
 	}
 
-	m := hostMetrics(t, h)
-	for _, name := range []string{"actorlog_log_cleaner_cleanings_total", "actorlog_log_cleaner_bytes_cleaned_total", "actorlog_log_cleaner_seconds_total"} {
-		if m[name] <= 0 {
-			t.Errorf("%s = %v, want > 0", name, m[name])
+	// The counters move once Clean has returned, a moment after the swap
+	// the consumer saw: poll them.
+	var m map[string]float64
+	poll.Until(t, 20*time.Second, func() error {
+		m = hostMetrics(t, h)
+		for _, name := range []string{"actorlog_log_cleaner_cleanings_total", "actorlog_log_cleaner_bytes_cleaned_total", "actorlog_log_cleaner_seconds_total"} {
+			if m[name] <= 0 {
+				return fmt.Errorf("%s = %v, want > 0", name, m[name])
+			}
 		}
-	}
-	if n := m["actorlog_log_cleaner_tombstones_removed_total"]; n < 4 {
-		t.Errorf("tombstones removed %v, want at least 4", n)
-	}
+		if n := m["actorlog_log_cleaner_tombstones_removed_total"]; n < 4 {
+			return fmt.Errorf("tombstones removed %v, want at least 4", n)
+		}
+		return nil
+	})
 	ratio, ok := m[`actorlog_log_dirty_ratio{partition="0",topic="cleaned"}`]
 	if !ok || ratio < 0 || ratio > 1 {
 		t.Errorf("dirty ratio of cleaned-0: %v (present %v)", ratio, ok)
