@@ -28,6 +28,10 @@ const (
 	// letting one connection queue unbounded work (or memory: at most
 	// MaxInFlight frames of MaxRequestBytes each).
 	DefaultMaxInFlight = 8
+	// DefaultMaxFetchWait bounds how long a Fetch may wait for data,
+	// whatever max_wait_ms it asks for (clients ask 0.5–5 s; an answer
+	// with less than min_bytes before that only makes them fetch again).
+	DefaultMaxFetchWait = 30 * time.Second
 	// DefaultLogEvery is how often at most one line is logged per kind of
 	// refused input (a peer can trigger these at will).
 	DefaultLogEvery = time.Second
@@ -78,6 +82,12 @@ type Config struct {
 	// answered; past it the connection is not read (TCP pushes back on
 	// the client) until a response is written. Default DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxFetchWait bounds the wait of a Fetch for min_bytes: a request
+	// asking for longer is answered with what there is after this long.
+	// It bounds what one connection's parked fetches can hold (a peer may
+	// pipeline MaxInFlight fetches asking for days). Default
+	// DefaultMaxFetchWait.
+	MaxFetchWait time.Duration
 	// LogEvery rate-limits the lines about refused input and closed
 	// connections: at most one per kind per LogEvery. Default
 	// DefaultLogEvery.
@@ -126,6 +136,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.MaxFetchWait == 0 {
+		c.MaxFetchWait = DefaultMaxFetchWait
+	}
 	if c.LogEvery == 0 {
 		c.LogEvery = DefaultLogEvery
 	}
@@ -149,6 +162,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: idle timeout %v: want positive", ErrBadConfig, c.IdleTimeout)
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("%w: max in-flight %d: want at least 1", ErrBadConfig, c.MaxInFlight)
+	case c.MaxFetchWait < 0:
+		return fmt.Errorf("%w: max fetch wait %v: want positive", ErrBadConfig, c.MaxFetchWait)
 	case c.LogEvery < 0:
 		return fmt.Errorf("%w: log every %v: want positive", ErrBadConfig, c.LogEvery)
 	case c.Topics.NumPartitions < 0:

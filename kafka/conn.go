@@ -7,6 +7,7 @@
 package kafka
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -101,6 +102,10 @@ func releaseFrame(out []byte, large *largeBuffer) (kept []byte) {
 	return nil
 }
 
+// connReadBuffer is the size of a connection's read buffer: a small
+// request's length and body come in one read.
+const connReadBuffer = 4096
+
 // maxLoggedClientID bounds the client id copied into log lines.
 const maxLoggedClientID = 64
 
@@ -108,6 +113,7 @@ const maxLoggedClientID = 64
 type conn struct {
 	srv    *Server
 	nc     net.Conn
+	br     *bufio.Reader // reads nc; only the reader goroutine (or its peek, see awaitToken) uses it
 	remote string
 
 	// ctx is done once the connection is closing; handlers' backend calls
@@ -144,6 +150,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{
 		srv:    s,
 		nc:     nc,
+		br:     bufio.NewReaderSize(nc, connReadBuffer),
 		remote: nc.RemoteAddr().String(),
 		ctx:    ctx,
 		cancel: cancel,
@@ -194,8 +201,10 @@ func (c *conn) readLoop() {
 	for {
 		select {
 		case c.tokens <- struct{}{}:
-		case <-c.ctx.Done():
-			return
+		default:
+			if !c.awaitToken() {
+				return
+			}
 		}
 		frame, ierr := c.readRequestFrame()
 		if ierr != nil {
@@ -213,6 +222,59 @@ func (c *conn) readLoop() {
 		rep := c.dispatch(r)
 		c.queued.Add(1)
 		c.queue <- slot{req: r, reply: rep}
+	}
+}
+
+// awaitToken waits for a free in-flight slot while watching the peer: with
+// every slot taken by requests that may wait long (a Fetch long-polls for
+// its max_wait_ms, which a client chooses), a reader that stopped reading
+// would not see the peer close the connection, and the connection, its
+// slot under the connection limits and its handlers would outlive the peer
+// by that long. So a peek of one byte runs meanwhile: the peer's close (or
+// a failed connection) ends the connection at once, cancelling the
+// handlers; bytes from the peer stay buffered for the next read. It
+// returns false when the connection is to close.
+func (c *conn) awaitToken() bool {
+	peeked := make(chan error, 1)
+	peek := func() {
+		_, err := c.br.Peek(1)
+		peeked <- err
+	}
+	go peek()
+	for {
+		select {
+		case c.tokens <- struct{}{}:
+			// The next read must not race the peek: wait for it (it
+			// ends when a byte comes, at the read deadline, or at close,
+			// which is what the next read would wait for anyway).
+			select {
+			case err := <-peeked:
+				return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
+			case <-c.ctx.Done():
+				return false
+			}
+		case err := <-peeked:
+			switch {
+			case err == nil: // the next request is here: wait for the slot
+				select {
+				case c.tokens <- struct{}{}:
+					return true
+				case <-c.ctx.Done():
+					return false
+				}
+			case errors.Is(err, os.ErrDeadlineExceeded): // quiet peer: keep watching
+				if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+					c.ended(err)
+					return false
+				}
+				go peek()
+			default:
+				c.ended(err)
+				return false
+			}
+		case <-c.ctx.Done():
+			return false
+		}
 	}
 }
 
@@ -249,7 +311,7 @@ func (c *conn) readRequestFrame() ([]byte, *inputError) {
 		if err := c.nc.SetReadDeadline(deadline); err != nil {
 			return nil, c.ended(err)
 		}
-		n, err := io.ReadFull(c.nc, size[:])
+		n, err := io.ReadFull(c.br, size[:])
 		if err == nil {
 			break
 		}
@@ -284,7 +346,7 @@ func (c *conn) readRequestFrame() ([]byte, *inputError) {
 	if err := c.nc.SetReadDeadline(time.Now().Add(idle)); err != nil {
 		return nil, c.ended(err)
 	}
-	frame, err := readFrame(c.nc, int(length))
+	frame, err := readFrame(c.br, int(length))
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return nil, &inputError{err: err}

@@ -605,3 +605,49 @@ func TestWrongResponseKindClosesTheConnection(t *testing.T) {
 	ts.waitLog(t, reasonHandler)
 	ts.expectServed(t)
 }
+
+// A peer that pipelines as many long-polling fetches as may be in flight,
+// then closes: the server notices the close at once, not after the
+// fetches' max_wait_ms (here an hour), ends the fetches and frees the
+// connection and its slot. Before, the reader waited for a free in-flight
+// slot without reading, so such a connection lived for the client-chosen
+// wait. A peer that pipelines more than that (the next request waits in
+// the read buffer, and TCP delivers the close after it) is bounded by
+// MaxFetchWait.
+func TestPeerCloseEndsParkedFetches(t *testing.T) {
+	const limit = 2
+	for _, tc := range []struct {
+		pipelined int
+		maxWait   time.Duration // MaxFetchWait; 0: default, above the poll
+	}{{pipelined: limit}, {pipelined: limit + 3, maxWait: time.Second}} {
+		ds := startDataServer(t, map[string]int{"t": 1}, func(c *Config) { c.MaxInFlight, c.MaxFetchWait = limit, tc.maxWait })
+		appendTo(t, ds.data, "t", 0, 2)
+		c := ds.dial(t)
+		var buf []byte
+		for i := 0; i < tc.pipelined; i++ {
+			buf = append(buf, frame(fetchReq(12, "t", []int64{2}, int32(time.Hour/time.Millisecond), 1, 1<<20, 1<<20), int32(i))...)
+		}
+		if _, err := c.Write(buf); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		poll.Until(t, 5*time.Second, func() error {
+			if n := ds.data.liveWatchs.Load(); n != limit {
+				return fmt.Errorf("%d fetches parked, want %d", n, limit)
+			}
+			return nil
+		})
+		if err := c.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		took := poll.Until(t, 5*time.Second, func() error {
+			if n := openConns(ds.srv); n != 0 {
+				return fmt.Errorf("%d connections open after the peer closed", n)
+			}
+			if n := ds.data.liveWatchs.Load(); n != 0 {
+				return fmt.Errorf("%d fetches still parked after the peer closed", n)
+			}
+			return nil
+		})
+		t.Logf("%d pipelined fetches (%d in flight, max fetch wait %v): connection freed %v after the peer closed", tc.pipelined, limit, tc.maxWait, took)
+	}
+}

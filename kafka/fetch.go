@@ -184,7 +184,7 @@ func handleFetch(c *conn, r *request) reply {
 		return respond(resp)
 	}
 	data := c.srv.cfg.Data
-	deadline := start.Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	deadline := start.Add(min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, c.srv.cfg.MaxFetchWait))
 	return c.async(r, func(ctx context.Context) (kmsg.Response, error) {
 		results := make([]ReadResult, len(parts))
 		for {

@@ -68,7 +68,7 @@ func FuzzServeFrame(f *testing.F) {
 	b := &fakeBackend{md: sampleCluster("127.0.0.1:9092")}
 	data := newFakeData()
 	data.addTopic("orders", 3, 1)
-	srv, err := NewServer(Config{Logger: logrus.NewEntry(logger), Backend: b, Data: data, MaxRequestBytes: 1 << 20, IdleTimeout: 5 * time.Second, MaxInFlight: 4})
+	srv, err := NewServer(Config{Logger: logrus.NewEntry(logger), Backend: b, Data: data, MaxRequestBytes: 1 << 20, IdleTimeout: 5 * time.Second, MaxInFlight: 4, MaxFetchWait: time.Second})
 	if err != nil {
 		f.Fatal(err)
 	}
