@@ -153,7 +153,7 @@ func TestKafkaLogCleanerCompactsLiveTopic(t *testing.T) {
 		t.Fatalf("test bug: %d live keys", len(want))
 	}
 
-	// The cleaner cleans up to the checkpointed high watermark (every 5 s)
+	// The cleaner cleans up to the high watermark
 	// once the backoff passes: poll with fresh consumers.
 	var got []*kgo.Record
 	took := poll.Until(t, 40*time.Second, func() error {

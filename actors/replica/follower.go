@@ -60,7 +60,7 @@ type following struct {
 
 func (r *Replica) startFollowing(ctx actor.Context) {
 	r.following = &following{leader: r.cfg.Follow}
-	r.hw = r.checkpointedHighWatermark()
+	r.setHighWatermark(r.checkpointedHighWatermark())
 	r.logger.WithFields(logrus.Fields{"leader": r.cfg.Follow, "leader_epoch": r.cfg.LeaderEpoch, "log_end_offset": r.log.LogEndOffset()}).Info("replica following")
 	ctx.Send(ctx.Self(), truncateStep{r.inc})
 }
@@ -120,7 +120,7 @@ func (r *Replica) truncate(ctx actor.Context, leader EpochEndOffset) {
 			r.retry(ctx, truncateStep{r.inc}, "truncate", err)
 			return
 		}
-		r.hw = min(r.hw, end)
+		r.setHighWatermark(min(r.hw, end))
 		r.logger.WithFields(logrus.Fields{"from": leo, "to": end, "leader_epoch": leader.Epoch, "leader_end_offset": leader.EndOffset}).Info("follower truncated its log to agree with the leader")
 	}
 	r.following.backoff = 0
@@ -169,7 +169,7 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 				r.retry(ctx, fetchStep{r.inc}, "restart log at the leader's start", err)
 				return
 			}
-			r.hw = resp.LogStartOffset
+			r.setHighWatermark(resp.LogStartOffset)
 			ctx.Send(ctx.Self(), fetchStep{r.inc})
 			return
 		}
@@ -191,7 +191,7 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 	}
 	r.following.fetches++
 	r.following.backoff = 0
-	r.hw = FollowerHighWatermark(resp.HighWatermark, r.log.LogStartOffset(), r.log.LogEndOffset())
+	r.setHighWatermark(FollowerHighWatermark(resp.HighWatermark, r.log.LogStartOffset(), r.log.LogEndOffset()))
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
 	ctx.Send(ctx.Self(), fetchStep{r.inc})
 }

@@ -237,7 +237,7 @@ func (r *Replica) onLogGrew(ctx actor.Context) {
 // the acks=all requests it passes.
 func (r *Replica) takeHighWatermark(ctx actor.Context) {
 	if hw := r.leader.HighWatermark(); hw > r.hw {
-		r.hw = hw
+		r.setHighWatermark(hw)
 		r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, hw)
 		r.completeProduces(ctx)
 	}

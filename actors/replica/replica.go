@@ -97,7 +97,7 @@ type Config struct {
 	Metrics Metrics
 	// Cleaner is the host's log cleaner (optional): a replica of a topic
 	// whose cleanup.policy compacts registers its open log with it, to be
-	// cleaned up to the checkpointed high watermark, and unregisters it
+	// cleaned up to its high watermark, and unregisters it
 	// before closing it. A Transition keeps the registration.
 	Cleaner LogCleaner
 	// Logger (logrus.StandardLogger when nil).
@@ -208,8 +208,11 @@ type Replica struct {
 	// a leader takes the leader state's after each event that may move it
 	// (takeHighWatermark), so it is not a copy of the core's value but the
 	// last one the shell carried out.
-	hw     int64
-	leader *LeaderState // followers, ISR and high watermark of this term (leader)
+	hw int64
+	// publishedHW is hw for the log cleaner's goroutine (it cleans no
+	// further); 0 until the replica has assumed its role.
+	publishedHW atomic.Int64
+	leader      *LeaderState // followers, ISR and high watermark of this term (leader)
 	// keyReader decodes producer batches for the key check of compacted
 	// topics (compacted.go); nil until the first.
 	keyReader *record.BatchReader
@@ -364,14 +367,23 @@ func (r *Replica) onStarted(ctx actor.Context) {
 	}
 	r.log = l
 	if r.cfg.Cleaner != nil && r.cfg.Log.CleanupPolicy.Compacts() {
-		// The checkpointed high watermark, safe from any goroutine: at
-		// most HighWatermarkCheckpointInterval behind r.hw, and lowered
-		// by truncations. Followers clean their own logs too.
-		r.unclean = r.cfg.Cleaner.Register(r.cfg.Topic, r.cfg.Partition, l, l.HighWatermarkCheckpoint)
+		// Up to the high watermark, as Kafka's cleaner (nothing a
+		// consumer may not read yet is cleaned; everything below it is
+		// committed, never truncated). A follower truncating its log
+		// after a leader change lowers it after the truncation, which
+		// aborts a cleaning in its way (the log's generation moves).
+		// Followers clean their own logs too.
+		r.unclean = r.cfg.Cleaner.Register(r.cfg.Topic, r.cfg.Partition, l, r.publishedHW.Load)
 	}
 	if r.assumeRole(ctx) {
 		r.startTimers(ctx)
 	}
+}
+
+// setHighWatermark sets r.hw and publishes it to the log cleaner.
+func (r *Replica) setHighWatermark(hw int64) {
+	r.hw = hw
+	r.publishedHW.Store(hw)
 }
 
 // assumeRole starts this replica's part for r.cfg (at r.cfg.LeaderEpoch)
@@ -403,7 +415,7 @@ func (r *Replica) assumeRole(ctx actor.Context) bool {
 		return false
 	}
 	r.leader.OnLeaderAppend(l.LogEndOffset(), now)
-	r.hw = r.leader.HighWatermark()
+	r.setHighWatermark(r.leader.HighWatermark())
 	r.growth.reset(l.LogEndOffset())
 	if err := l.AssignEpoch(r.cfg.LeaderEpoch, l.LogEndOffset()); err != nil {
 		r.logger.WithError(err).Error("replica: cannot record leader epoch")
