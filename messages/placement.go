@@ -5,7 +5,11 @@
 
 package messages
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // KeyPartitioner computes Kafka's partition for a key. murmur2 comes from
 // franz-go: kgo.StickyKeyPartitioner(nil) hashes keys with its internal
@@ -39,8 +43,19 @@ func (p *KeyPartitioner) Partition(key []byte, numPartitions int) int32 {
 	return int32(n)
 }
 
-// KeyPartition is NewKeyPartitioner().Partition(key, numPartitions), for
-// callers that place one key now and then. It panics if numPartitions < 1.
+// keyPartitioners recycles KeyPartitioners for KeyPartition: a new one
+// costs a kgo partitioner's allocations, and the group coordinators place
+// a group at every commit.
+var keyPartitioners = sync.Pool{New: func() any { return NewKeyPartitioner() }}
+
+// KeyPartition is NewKeyPartitioner().Partition(key, numPartitions) with a
+// pooled partitioner: safe for concurrent use, free of allocations. It
+// panics if numPartitions < 1.
 func KeyPartition(key []byte, numPartitions int) int32 {
-	return NewKeyPartitioner().Partition(key, numPartitions)
+	if numPartitions < 1 {
+		panic("messages: KeyPartition with no partitions")
+	}
+	p := keyPartitioners.Get().(*KeyPartitioner)
+	defer keyPartitioners.Put(p)
+	return p.Partition(key, numPartitions)
 }
