@@ -412,6 +412,7 @@ func (l *Log) Clean(opts CleanOptions) (CompactStats, error) {
 		if err := l.setFirstDirty(stats.EndOffset, v.gen); err != nil {
 			return stats, err
 		}
+		passCrashPoint(CrashCheckpointed)
 	}
 	return stats, nil
 }
@@ -460,6 +461,7 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", l.dir, err)
 	}
+	passCrashPoint(CrashSwapRenamed)
 	marker := segmentPath(l.dir, b0, cleanMarkerSuffix+cleanedSuffix)
 	if err := l.fs.Rename(marker, segmentPath(l.dir, b0, cleanMarkerSuffix+swapSuffix)); err != nil {
 		return fmt.Errorf("rename %s: %w", marker, err)
@@ -469,11 +471,12 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 		// here, and recovery will finish it.
 		return l.fail(fmt.Errorf("sync dir after committing cleaned segment %d: %w", b0, err))
 	}
+	passCrashPoint(CrashCommitted)
 	// Step 4, with no reader in flight.
 	seg.sealed.Store(true)
 	seg.created = l.cfg.Now().UnixMilli()
 	l.rmu.Lock()
-	err := finishSwap(l.fs, l.dir, b0, end)
+	err := finishSwap(l.fs, l.dir, b0, end, true)
 	replaced := append([]*segment(nil), l.segs[i:j]...)
 	if err == nil {
 		segs := make([]*segment, 0, len(l.segs)-(j-i)+1)
@@ -485,6 +488,16 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	if err != nil {
 		// Files and list disagree now; reopening the log finishes the swap.
 		return l.fail(fmt.Errorf("swap in cleaned segment %d: %w", b0, err))
+	}
+	passCrashPoint(CrashSwapped)
+	// The producer state snapshots taken when the replaced segments rolled
+	// go with them, as Kafka's replaceSegments deletes them (a compacted
+	// log's start never moves, so retention never would): b0's and end's
+	// stay, and recovery replays from b0's through the cleaned segment,
+	// whose emptied batches keep the producers' state. Left behind, one
+	// is only a stale file: a warning.
+	if _, err := l.pruneSnapshotsLocked("segment cleaned away", func(offs []int64, i int) bool { return offs[i] > b0 && offs[i] < end }); err != nil {
+		l.logger.WithError(err).WithField("base", b0).Warn("deleting the producer state snapshots of segments cleaned away")
 	}
 	for _, s := range replaced {
 		if cerr := l.closeSegmentFiles(s); cerr != nil {

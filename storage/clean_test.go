@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -417,6 +418,11 @@ func TestCleanCheckpointAndDirtyRatio(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(dir, cleanerCheckpointFile))
 	if err != nil || string(raw) != "0\n40\n" {
 		t.Fatalf("checkpoint %q, %v", raw, err)
+	}
+	// The producer state snapshots of the segments cleaned away (taken
+	// at their rolls: 10, 20, 30) are gone; the active segment's stays.
+	if snaps, err := listSnapshots(l.fs, dir); err != nil || !slices.Equal(snaps, []int64{40}) {
+		t.Fatalf("snapshots after cleaning [0, 40): %v, %v; want [40]", snaps, err)
 	}
 	info, err = l.CleanableInfo(CleanOptions{HighWatermark: -1})
 	if err != nil {

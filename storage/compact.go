@@ -663,6 +663,7 @@ func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleane
 		return removeAll(fsys, logPath)
 	}
 	if err == nil {
+		passCrashPoint(CrashCleanedLogWritten)
 		if w.pos > 0 {
 			w.seg.idx.appendTime(timeEntry{ts: w.seg.maxTS.Load(), rel: w.seg.lastOffsetRel}, true)
 		}
@@ -675,6 +676,7 @@ func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleane
 		})
 	}
 	if err == nil {
+		passCrashPoint(CrashBeforeSwap)
 		w.seg.size.Store(w.pos)
 		err = swap(b0, next, w.seg)
 	}
@@ -756,12 +758,13 @@ func swapCleaned(fsys FS, dir string, b0, end int64) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
-	return finishSwap(fsys, dir, b0, end)
+	return finishSwap(fsys, dir, b0, end, true)
 }
 
 // finishSwap is step 4 of the swap protocol: idempotent, so recovery
-// redoes it after a crash anywhere in it.
-func finishSwap(fsys FS, dir string, b0, end int64) error {
+// redoes it after a crash anywhere in it. A cleaning (not recovery) passes
+// its crash point.
+func finishSwap(fsys FS, dir string, b0, end int64, cleaning bool) error {
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
@@ -780,6 +783,9 @@ func finishSwap(fsys FS, dir string, b0, end int64) error {
 		if err := removeAll(fsys, paths...); err != nil {
 			return err
 		}
+	}
+	if cleaning {
+		passCrashPoint(CrashOldRemoved)
 	}
 	for _, sfx := range segmentDataSuffixes {
 		from := segmentPath(dir, b0, sfx+swapSuffix)
@@ -828,7 +834,7 @@ func recoverCleaning(fsys FS, dir string, logger *logrus.Entry) error {
 			return fmt.Errorf("cleaning marker %d: %w", b0, err)
 		}
 		logger.WithFields(logrus.Fields{"base": b0, "end": end}).Info("finishing an interrupted swap of a cleaned segment")
-		if err := finishSwap(fsys, dir, b0, end); err != nil {
+		if err := finishSwap(fsys, dir, b0, end, false); err != nil {
 			return fmt.Errorf("finish swap of cleaned segment %d: %w", b0, err)
 		}
 	}

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	"github.com/actorlog/actorlog/actors/broker"
@@ -29,6 +33,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var hostID int
 	var endpoints, configFile string
 	var minSegmentBytes int64
+	var crashPoint string
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
@@ -68,6 +73,11 @@ command line wins over the environment, which wins over the file.`,
 				// topic configs cost three descriptors each.
 				cluster.SetMinSegmentBytes(minSegmentBytes)
 				logger.WithField("min_segment_bytes", cluster.CurrentMinSegmentBytes()).Warn("segment.bytes minimum changed by --unsafe-min-segment-bytes: for tests only")
+			}
+			if crashPoint != "" {
+				if err := armCrashPoint(crashPoint, logrus.NewEntry(logger)); err != nil {
+					return fmt.Errorf("--unsafe-crash-point: %w", err)
+				}
 			}
 			if endpoints != "" {
 				if cfg.EtcdEndpoints, err = cluster.ParseEndpoints(endpoints); err != nil {
@@ -158,7 +168,41 @@ command line wins over the environment, which wins over the file.`,
 	// it. Every host of a cluster needs the same value.
 	f.Int64Var(&minSegmentBytes, "unsafe-min-segment-bytes", cluster.MinSegmentBytes, "smallest segment.bytes accepted (tests only)")
 	_ = f.MarkHidden("unsafe-min-segment-bytes")
+	// Hidden: the host crash tests (compaction_crash_e2e_test.go) SIGKILL
+	// the host at a named step of a log cleaning with it.
+	f.StringVar(&crashPoint, "unsafe-crash-point", "", "POINT[:N]: SIGKILL this process the N-th time (default 1) a log cleaning passes POINT (tests only)")
+	_ = f.MarkHidden("unsafe-crash-point")
 	return cmd
+}
+
+// armCrashPoint parses "POINT[:N]" (a storage.CrashPoints name) and
+// installs a storage crash point that SIGKILLs the process the N-th time a
+// cleaning passes POINT.
+func armCrashPoint(spec string, logger *logrus.Entry) error {
+	point, count, found := strings.Cut(spec, ":")
+	n := 1
+	if found {
+		var err error
+		if n, err = strconv.Atoi(count); err != nil || n < 1 {
+			return fmt.Errorf("%q: the count after ':' must be a positive integer", spec)
+		}
+	}
+	if !slices.Contains(storage.CrashPoints, point) {
+		return fmt.Errorf("%q: unknown point; one of %s", point, strings.Join(storage.CrashPoints, ", "))
+	}
+	var passes atomic.Int64
+	storage.SetCrashPoint(func(p string) {
+		if p != point || passes.Add(1) != int64(n) {
+			return
+		}
+		logger.WithFields(logrus.Fields{"point": p, "pass": n}).Warn("--unsafe-crash-point reached: killing this process")
+		if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+			logger.WithError(err).Error("--unsafe-crash-point: SIGKILL failed")
+		}
+		select {} // the signal is on its way: nothing after the point runs
+	})
+	logger.WithFields(logrus.Fields{"point": point, "pass": n}).Warn("--unsafe-crash-point armed: this host SIGKILLs itself in a log cleaning (for tests only)")
+	return nil
 }
 
 // reexec replaces the process with a fresh copy of itself (same pid, same
