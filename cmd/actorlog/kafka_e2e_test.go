@@ -304,8 +304,9 @@ func startKafkaHost(t *testing.T, extra ...string) (*hostProc, string) {
 }
 
 // startKafkaCluster starts three host processes that form one cluster,
-// each with its own Kafka listener (node id = host id = position + 1);
-// extra flags go to every host. It returns the hosts and their Kafka
+// each with its own Kafka listener (node id = host id, assigned by the
+// cluster: not necessarily position + 1, find a host by its Kafka
+// address); extra flags go to every host. It returns the hosts and their Kafka
 // addresses, in the same order.
 func startKafkaCluster(t *testing.T, extra ...string) ([]*hostProc, []string) {
 	t.Helper()
