@@ -7,8 +7,11 @@
 // everything before them out of the active segment). Without any call
 // into the log, the cleaner must make a consumer reading from the start
 // see exactly the newest value of each live key, no tombstoned key, at
-// increasing offsets with gaps; /metrics must show the cleaner's counters
-// and the partition's dirty ratio.
+// increasing offsets with gaps, while the consumers polling for that read
+// through the cleaning (every fetch succeeds, no key's value goes back to
+// an older one within a pass; storage's TestCleanReadInFlightAcrossSwap
+// pins a read in flight across a swap); /metrics must show the cleaner's
+// counters and the partition's dirty ratio.
 
 package host
 
@@ -58,7 +61,10 @@ func hostMetrics(t *testing.T, h *Host) map[string]float64 {
 }
 
 // consumeTo reads topic's partition 0 from the start up to offset last,
-// in one pass of a fresh consumer.
+// in one pass of a fresh consumer. The cleaner may swap segments in under
+// the pass (the test polls while it cleans): every fetch must succeed,
+// offsets increase, and a key's values never go back to an older one
+// (values sort in the order written).
 func consumeTo(t *testing.T, addr, topic string, last int64) []*kgo.Record {
 	t.Helper()
 	cl := kafkaClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
@@ -71,8 +77,21 @@ func consumeTo(t *testing.T, addr, topic string, last int64) []*kgo.Record {
 		if ctx.Err() != nil {
 			t.Fatalf("consumed %d records, not up to offset %d: %v", len(got), last, ctx.Err())
 		}
-		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
 		got = append(got, fs.Records()...)
+	}
+	newest := map[string]string{}
+	for i, rec := range got {
+		if i > 0 && rec.Offset <= got[i-1].Offset {
+			t.Fatalf("offset %d after %d in one pass", rec.Offset, got[i-1].Offset)
+		}
+		k := string(rec.Key)
+		if rec.Value != nil && string(rec.Value) < newest[k] {
+			t.Fatalf("key %s: value %.8q at %d after the newer %.8q in one pass", k, rec.Value, rec.Offset, newest[k])
+		}
+		if rec.Value != nil {
+			newest[k] = string(rec.Value)
+		}
 	}
 	return got
 }
