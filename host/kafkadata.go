@@ -8,9 +8,9 @@
 //   - Append: messages.ProduceRequest, sent before Append returns (so
 //     pipelined appends reach the replica's mailbox in call order and go
 //     through its idempotent deduplication unchanged); the answer goes to
-//     the append's own answer process (appendCall), which maps it where
-//     it arrives, with no goroutine per append. acks=0 is a plain send:
-//     the replica answers nothing.
+//     the call's own answer process (replicaCall, kafkadata_call.go),
+//     which maps it where it arrives, with no goroutine per append.
+//     acks=0 is a plain send: the replica answers nothing.
 //   - Read: messages.FetchRequest with max_wait 0 (a consumer fetch,
 //     replica_id -1, below the high watermark); with a last fetched
 //     epoch, also an OffsetForLeaderEpochRequest for the diverging-epoch
@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -89,8 +88,10 @@ func (d *kafkaData) replicaPID(topic string, partition int32) *actor.PID {
 }
 
 // request sends msg to the local replica of topic-partition and waits for
-// its answer, at most timeout and until ctx is done. A missing replica is
-// errNoReplica; any other failure is wrapped.
+// its answer, at most timeout and until ctx is done. A missing replica, or
+// one that stops before it answers (the call watches it: a replica stopped
+// during a failover drops its mailbox unanswered), is errNoReplica at
+// once; any other failure is wrapped.
 func (d *kafkaData) request(ctx context.Context, topic string, partition int32, msg any, timeout time.Duration) (any, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -98,37 +99,30 @@ func (d *kafkaData) request(ctx context.Context, topic string, partition int32, 
 	if timeout <= 0 {
 		return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, context.DeadlineExceeded)
 	}
-	f := d.root.RequestFuture(d.replicaPID(topic, partition), msg, timeout)
-	return awaitFuture(ctx, f, topic, partition)
-}
-
-// errNoReplica: this host runs no replica actor of the partition.
-var errNoReplica = errors.New("host: no local replica of the partition")
-
-// awaitFuture waits for f's result or ctx, whichever comes first.
-func awaitFuture(ctx context.Context, f *actor.Future, topic string, partition int32) (any, error) {
 	type answer struct {
 		res any
 		err error
 	}
-	done := make(chan answer, 1)
-	go func() {
-		res, err := f.Result()
-		done <- answer{res, err}
-	}()
+	done := make(chan answer, 1) // the call's one outcome
+	call := callReplica(d.root, d.replicaPID(topic, partition), msg, timeout, func(res any, err error) { done <- answer{res, err} })
+	var a answer
 	select {
-	case a := <-done:
-		switch {
-		case errors.Is(a.err, actor.ErrDeadLetter):
-			return nil, errNoReplica
-		case a.err != nil:
-			return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, a.err)
-		}
-		return a.res, nil
+	case a = <-done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, ctx.Err())
+		call.finish(nil, ctx.Err())
+		a = <-done // ctx's error, or the answer that came first
 	}
+	switch {
+	case errors.Is(a.err, actor.ErrDeadLetter):
+		return nil, errNoReplica
+	case a.err != nil:
+		return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, a.err)
+	}
+	return a.res, nil
 }
+
+// errNoReplica: this host runs no replica actor of the partition.
+var errNoReplica = errors.New("host: no local replica of the partition")
 
 // routingCode is the error code for a partition with no local replica:
 // NOT_LEADER_OR_FOLLOWER when the broker's metadata cache knows the
@@ -182,102 +176,28 @@ func (d *kafkaData) Append(ctx context.Context, req kafka.AppendRequest) <-chan 
 	if preq.TimeoutMs > 0 {
 		wait = time.Duration(preq.TimeoutMs) * time.Millisecond
 	}
-	call := &appendCall{d: d, ctx: ctx, req: req, out: out}
-	sys := d.root.ActorSystem()
-	self, ok := sys.ProcessRegistry.Add(call, "kafka-append$"+sys.ProcessRegistry.NextId())
-	if !ok { // ids are a counter: cannot happen
-		out <- d.appendOutcome(ctx, req, nil, errors.New("registering the append's answer process failed"))
-		return out
-	}
-	call.self = self
-	// Watch the replica for the length of the call: a replica stopped with
+	// The call watches the replica for its length: a replica stopped with
 	// this produce still in its mailbox (a follower stopped so that a new
 	// leader replica can start, during a failover) drops it unanswered,
 	// and without the watch the append would wait out its whole timeout
 	// (15 s by default) before the client retried. Its Terminated ends
 	// the call at once as "no replica here", which clients retry as soon
-	// as their metadata names the new leader. The watch is a system
-	// message, so the replica takes it before the produce.
-	call.replica = pid
-	call.replicaProc, _ = sys.ProcessRegistry.Get(pid) // the dead-letter process when gone: it answers Terminated
-	call.replicaProc.SendSystemMessage(pid, &actor.Watch{Watcher: self})
-	call.timer.Store(time.AfterFunc(wait+kafkaAppendSlack, func() { call.finish(nil, actor.ErrTimeout) }))
-	d.root.RequestWithCustomSender(pid, preq, self)
+	// as their metadata names the new leader.
+	//
+	// The answer is mapped where it arrives: for a ProduceResponse, the
+	// common case, that is the replica's own goroutine, and the mapping
+	// is a few field copies and a send that cannot block (out has room
+	// for the one result), so an append costs no goroutine of its own.
+	// The rarer outcomes that log or ask the broker (a missing replica, a
+	// timeout, an unexpected answer) are mapped on a goroutine.
+	callReplica(d.root, pid, preq, wait+kafkaAppendSlack, func(res any, err error) {
+		if resp, ok := res.(*messages.ProduceResponse); ok && err == nil {
+			out <- produceResult(resp)
+			return
+		}
+		go func() { out <- d.appendOutcome(ctx, req, res, err) }()
+	})
 	return out
-}
-
-// appendCall is one append (acks 1 or all) waiting for its replica's
-// answer. Like protoactor's Future it is a process in the actor system's
-// registry, under its own PID, that the replica answers (or the dead
-// letter process, when there is no replica); unlike a Future nothing
-// blocks on it: the answer is mapped and sent on Append's channel by the
-// goroutine that delivers it. For a ProduceResponse, the common case, that
-// is the replica's own goroutine, and the mapping is a few field copies
-// and a send that cannot block (the channel has room for the one result),
-// so an append costs no goroutine, no condition variable and no second
-// channel. The rarer outcomes that log or ask the broker (a missing
-// replica, a timeout, an unexpected answer) are mapped on a goroutine of
-// their own, as before.
-type appendCall struct {
-	d     *kafkaData
-	ctx   context.Context
-	req   kafka.AppendRequest
-	out   chan kafka.AppendResult
-	self  *actor.PID
-	timer atomic.Pointer[time.Timer]
-	done  atomic.Bool
-	// replica is the replica asked and watched; replicaProc its process,
-	// to unwatch it when the answer came first.
-	replica     *actor.PID
-	replicaProc actor.Process
-}
-
-var _ actor.Process = (*appendCall)(nil)
-
-// SendUserMessage takes the replica's answer, or the dead letter process's
-// answer when the replica does not exist.
-func (c *appendCall) SendUserMessage(_ *actor.PID, message any) {
-	_, msg, _ := actor.UnwrapEnvelope(message)
-	if _, ok := msg.(*actor.DeadLetterResponse); ok {
-		c.finish(nil, actor.ErrDeadLetter)
-		return
-	}
-	c.finish(msg, nil)
-}
-
-// SendSystemMessage: the watched replica's Terminated ends the call as a
-// dead letter does (there is no replica to answer it any more); any other
-// system message is taken as the answer, as a Future does (it maps to
-// UNKNOWN_SERVER_ERROR: no system message is a ProduceResponse).
-func (c *appendCall) SendSystemMessage(_ *actor.PID, message any) {
-	if t, ok := message.(*actor.Terminated); ok && c.replica != nil && t.Who.Equal(c.replica) {
-		c.finish(nil, actor.ErrDeadLetter)
-		return
-	}
-	c.finish(message, nil)
-}
-
-// Stop ends the call without an answer, as a Future's Stop does.
-func (c *appendCall) Stop(*actor.PID) { c.finish(nil, nil) }
-
-// finish maps the first outcome (answer, dead letter or timeout) onto out
-// and unregisters the call; later ones are ignored.
-func (c *appendCall) finish(res any, err error) {
-	if !c.done.CompareAndSwap(false, true) {
-		return
-	}
-	if t := c.timer.Load(); t != nil {
-		t.Stop()
-	}
-	c.d.root.ActorSystem().ProcessRegistry.Remove(c.self)
-	if c.replicaProc != nil && !errors.Is(err, actor.ErrDeadLetter) {
-		c.replicaProc.SendSystemMessage(c.replica, &actor.Unwatch{Watcher: c.self})
-	}
-	if resp, ok := res.(*messages.ProduceResponse); ok && err == nil {
-		c.out <- produceResult(resp)
-		return
-	}
-	go func() { c.out <- c.d.appendOutcome(c.ctx, c.req, res, err) }()
 }
 
 // produceResult maps the replica's answer to a produce.

@@ -4,12 +4,14 @@
 // plumbing (issue 13's profile: kafkaData.Append was 12 % of a host at
 // 50,000 rec/s with linger 0, RequestFuture 8 % of it, plus a goroutine per
 // append). TestKafkaAppendGlue checks the answers the glue maps: success, a
-// missing replica, a timeout, acks=0.
+// missing replica, a timeout, acks=0, a replica stopping; TestKafkaReadGlue
+// the same for a read-side request (a consumer fetch), and its context.
 
 package host
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -25,14 +27,27 @@ import (
 // nothing to requests whose timeout is 1 ms (to exercise the timeout), and
 // stops itself without answering one whose timeout is 2 ms (a replica
 // stopped with a produce in its mailbox, as a follower is in a failover).
+//
+// A FetchRequest is answered with high watermark 5, none at fetch offset
+// 1001 (never answered) and the replica stops without answering one at
+// 1002.
 func echoReplica(ctx actor.Context) {
-	if r, ok := ctx.Message().(*messages.ProduceRequest); ok {
+	switch r := ctx.Message().(type) {
+	case *messages.ProduceRequest:
 		switch r.TimeoutMs {
 		case 1:
 		case 2:
 			ctx.Stop(ctx.Self())
 		default:
 			ctx.Respond(&messages.ProduceResponse{Topic: r.Topic, Partition: r.Partition, BaseOffset: 42, LogStartOffset: 0, LogAppendTimeMs: -1})
+		}
+	case *messages.FetchRequest:
+		switch r.FetchOffset {
+		case 1001:
+		case 1002:
+			ctx.Stop(ctx.Self())
+		default:
+			ctx.Respond(&messages.FetchResponse{Topic: r.Topic, Partition: r.Partition, HighWatermark: 5, LastStableOffset: 5, LogStartOffset: 0})
 		}
 	}
 }
@@ -144,4 +159,50 @@ func registered(reg *actor.ProcessRegistryValue) int {
 		n += m.Count()
 	}
 	return n
+}
+
+// TestKafkaReadGlue checks a read-side request (Read: a consumer fetch) the
+// way TestKafkaAppendGlue checks appends: the replica's answer; a missing
+// replica and one that stops with the fetch in its mailbox (as a follower
+// does in a failover) are NOT_LEADER_OR_FOLLOWER at once, not after the
+// 10 s replica timeout; a cancelled context ends the read; no call is left
+// registered.
+func TestKafkaReadGlue(t *testing.T) {
+	d := glueData(t, "glue")
+	reg := d.root.ActorSystem().ProcessRegistry
+	before := registered(reg)
+	q := kafka.ReadQuery{Topic: "glue", Partition: 0, Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1}
+	for i := range 100 {
+		res, err := d.Read(context.Background(), q)
+		if err != nil || res.ErrorCode != 0 || res.HighWatermark != 5 {
+			t.Fatalf("read %d: %+v, %v", i, res, err)
+		}
+	}
+	missing := q
+	missing.Partition = 1
+	if res, err := d.Read(context.Background(), missing); err != nil || res.ErrorCode != int16(messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER) {
+		t.Errorf("read from a missing replica: %+v, %v", res, err)
+	}
+	silent := q
+	silent.Offset = 1001 // never answered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if res, err := d.Read(ctx, silent); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("read the replica never answers, context done: %+v, %v", res, err)
+	}
+	if n := registered(reg); n != before {
+		t.Errorf("%d processes registered after the reads, %d before", n, before)
+	}
+	dying := q
+	dying.Offset = 1002
+	start := time.Now()
+	if res, err := d.Read(context.Background(), dying); err != nil || res.ErrorCode != int16(messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER) {
+		t.Errorf("read from a replica that stopped without answering: %+v, %v", res, err)
+	}
+	if took := time.Since(start); took > kafkaReplicaTimeout/2 {
+		t.Errorf("the read from a stopped replica ended after %v", took)
+	}
+	if n := registered(reg); n != before-1 { // the replica is gone too
+		t.Errorf("%d processes registered after the replica stopped, want %d", n, before-1)
+	}
 }
