@@ -81,6 +81,7 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 		batchSize   int
 		linger      time.Duration
 		compression string
+		numKeys     int
 	)
 	cmd := &cobra.Command{
 		Use:   "produce --topic T --num-records N --record-size S",
@@ -89,6 +90,9 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if numRecords <= 0 || recordSize <= 0 {
 				return fmt.Errorf("--num-records and --record-size must be positive")
+			}
+			if numKeys < 0 {
+				return fmt.Errorf("--keys must not be negative")
 			}
 			acks, err := parseAcks(acksFlag)
 			if err != nil {
@@ -118,6 +122,7 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			for i := range payload {
 				payload[i] = byte('A' + rand.IntN(26))
 			}
+			keys := perfKeys(numKeys, numRecords)
 			out := cmd.OutOrStdout()
 			var lat latencies
 			lat.samples = make([]float64, 0, numRecords)
@@ -148,7 +153,7 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 				}
 				recs := make([]producer.Send, n)
 				for i := range recs {
-					recs[i] = producer.Send{Topic: topic, Partition: producer.AnyPartition, Value: payload}
+					recs[i] = producer.Send{Topic: topic, Partition: producer.AnyPartition, Key: keys.key(sent + int64(i)), Value: payload}
 				}
 				t0 := time.Now()
 				outstanding.Add(n)
@@ -204,10 +209,42 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 	f.IntVar(&batchSize, "batch-size", producer.DefaultBatchSize, "producer batch size in bytes")
 	f.DurationVar(&linger, "linger", producer.DefaultLinger, "producer linger")
 	f.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	f.IntVar(&numKeys, "keys", 0, "give record i the key key-%08d of i mod N, e.g. for a compacted topic (0: keyless)")
 	if err := cmd.MarkFlagRequired("topic"); err != nil {
 		panic(err)
 	}
 	return cmd
+}
+
+// perfKeyTable holds the keys of `perf produce --keys N`: record i gets
+// key-%08d of i mod N. The keys are built once, slices of one buffer, and
+// shared by every record that has them (the producer only reads a key, as
+// it does the shared payload).
+type perfKeyTable [][]byte
+
+// perfKeys returns the key table for n keys (nil for n = 0: keyless
+// records), holding only the keys that numRecords records use.
+func perfKeys(n int, numRecords int64) perfKeyTable {
+	if n <= 0 {
+		return nil
+	}
+	n = int(min(int64(n), numRecords))
+	buf := make([]byte, 0, n*len("key-00000000"))
+	t := make(perfKeyTable, n)
+	for i := range t {
+		start := len(buf)
+		buf = fmt.Appendf(buf, "key-%08d", i)
+		t[i] = buf[start:len(buf):len(buf)]
+	}
+	return t
+}
+
+// key is record i's key (nil when the table is empty).
+func (t perfKeyTable) key(i int64) []byte {
+	if len(t) == 0 {
+		return nil
+	}
+	return t[i%int64(len(t))]
 }
 
 // progress prints a Kafka-style progress line every 5 s until stopped.
