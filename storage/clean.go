@@ -12,17 +12,22 @@
 //   - The offset map and the .cleaned files are built and written WITHOUT
 //     the log's locks: the cleaner reads the closed segments' files on its
 //     own descriptors, appends go on into the active segment.
-//   - The swap of each group takes the writer lock (Log.mu) to check that
-//     the group's segments are still the log's (no truncation since the
-//     snapshot: Log.gen; no deletion by retention: same *segment values)
-//     and to commit (.cleaned -> .swap, marker); then, briefly, the read
-//     lock for writing (Log.rmu) to finish the renames and replace the
-//     group's segments in the in-memory list by the cleaned one. A Read
-//     holds rmu for reading from its start to its end, so a read that began
-//     before the swap finishes on the old files (the swap waits for it),
-//     and every read after it sees the cleaned segment at the same offsets.
-//     The replaced segments' descriptors are closed afterwards (a flush
-//     still holding one is waited for by the segment's fmu).
+//   - The swap of each group holds Log.swapMu, which truncation,
+//     retention's deletion and Close also take, so the group's segments
+//     cannot change under it. It checks under the writer lock (Log.mu)
+//     that they are still the log's (no truncation since the snapshot:
+//     Log.gen; no deletion by retention: same *segment values); commits
+//     (.cleaned -> .swap, marker, two directory fsyncs) with no log lock,
+//     appends going on; then, briefly, under the writer lock and the read
+//     lock for writing (Log.rmu), renames the .swap files over the live
+//     ones and replaces the group's segments in the in-memory list by the
+//     cleaned one, and after that makes the renames durable and removes
+//     the marker. A Read holds rmu for reading from its start to its end,
+//     so a read that began before the swap finishes on the old files (the
+//     swap waits for it), and every read after it sees the cleaned
+//     segment at the same offsets. The replaced segments' descriptors are
+//     closed afterwards (a flush still holding one is waited for by the
+//     segment's fmu).
 //   - A swap that finds the log changed drops the cleaned files and the
 //     cleaning ends with ErrCleanAborted (the next cleaning starts over).
 //   - A crash anywhere is the offline protocol's: Open finishes a
@@ -421,37 +426,24 @@ func (l *Log) Clean(opts CleanOptions) (CompactStats, error) {
 // as .cleaned files with its marker, into the open log in place of its
 // segments, which must still be the ones the cleaning read (old, log
 // generation gen). See the file comment.
+//
+// Appends are held up only by the list change: the whole swap holds
+// swapMu, which keeps out what could change the group's segments
+// (truncation, retention's deletion, Close); the group is checked under
+// the writer lock, the commit (renames of the new files and two directory
+// fsyncs) runs with no log lock, and the renames replacing the live files
+// run under the writer and read locks with the list change, their fsync
+// after it. A crash between those renames and their fsync is recovery's
+// (the marker is removed only once they are durable).
 func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *segment) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed.Load() {
-		return fmt.Errorf("%w: %w", ErrCleanAborted, ErrClosed)
-	}
-	if err := l.checkWritable(); err != nil {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
+	i, j, err := l.swapGroup(gen, old, b0, end)
+	if err != nil {
 		return err
 	}
-	if l.gen != gen {
-		return fmt.Errorf("%w: truncated", ErrCleanAborted)
-	}
-	i, j := -1, -1 // l.segs[i:j] is the group
-	for k, s := range l.segs {
-		if s.base == b0 {
-			i = k
-		}
-		if i >= 0 && j < 0 && s.base >= end {
-			j = k
-		}
-	}
-	if i < 0 || j < 0 {
-		return fmt.Errorf("%w: segments of [%d, %d) gone", ErrCleanAborted, b0, end)
-	}
-	for _, s := range l.segs[i:j] {
-		if !old[s] {
-			return fmt.Errorf("%w: segment %d replaced", ErrCleanAborted, s.base)
-		}
-	}
 	// Steps 2 and 3 (commit): the live files are not touched yet, so
-	// readers go on.
+	// readers and appends go on.
 	for _, sfx := range segmentDataSuffixes {
 		from := segmentPath(l.dir, b0, sfx+cleanedSuffix)
 		if err := l.fs.Rename(from, segmentPath(l.dir, b0, sfx+swapSuffix)); err != nil {
@@ -469,14 +461,17 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		// The marker may be durable: the swap can no longer be undone
 		// here, and recovery will finish it.
-		return l.fail(fmt.Errorf("sync dir after committing cleaned segment %d: %w", b0, err))
+		return l.failLocking(fmt.Errorf("sync dir after committing cleaned segment %d: %w", b0, err))
 	}
 	passCrashPoint(CrashCommitted)
-	// Step 4, with no reader in flight.
+	// Step 4's renames, with no reader in flight, and the list change. The
+	// group is still l.segs[i:j]: only swapMu's holders remove segments,
+	// and rolls add them after it.
 	seg.sealed.Store(true)
 	seg.created = l.cfg.Now().UnixMilli()
+	l.mu.Lock()
 	l.rmu.Lock()
-	err := finishSwap(l.fs, l.dir, b0, end, true)
+	err = finishSwapFiles(l.fs, l.dir, b0, end, true)
 	replaced := append([]*segment(nil), l.segs[i:j]...)
 	if err == nil {
 		segs := make([]*segment, 0, len(l.segs)-(j-i)+1)
@@ -487,7 +482,13 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	l.rmu.Unlock()
 	if err != nil {
 		// Files and list disagree now; reopening the log finishes the swap.
-		return l.fail(fmt.Errorf("swap in cleaned segment %d: %w", b0, err))
+		err = l.fail(fmt.Errorf("swap in cleaned segment %d: %w", b0, err))
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Unlock()
+	if err := finishSwapDurable(l.fs, l.dir, b0); err != nil {
+		return l.failLocking(fmt.Errorf("swap in cleaned segment %d: %w", b0, err))
 	}
 	passCrashPoint(CrashSwapped)
 	// The producer state snapshots taken when the replaced segments rolled
@@ -496,8 +497,11 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	// stay, and recovery replays from b0's through the cleaned segment,
 	// whose emptied batches keep the producers' state. Left behind, one
 	// is only a stale file: a warning.
-	if _, err := l.pruneSnapshotsLocked("segment cleaned away", func(offs []int64, i int) bool { return offs[i] > b0 && offs[i] < end }); err != nil {
-		l.logger.WithError(err).WithField("base", b0).Warn("deleting the producer state snapshots of segments cleaned away")
+	l.mu.Lock()
+	_, perr := l.pruneSnapshotsLocked("segment cleaned away", func(offs []int64, i int) bool { return offs[i] > b0 && offs[i] < end })
+	l.mu.Unlock()
+	if perr != nil {
+		l.logger.WithError(perr).WithField("base", b0).Warn("deleting the producer state snapshots of segments cleaned away")
 	}
 	for _, s := range replaced {
 		if cerr := l.closeSegmentFiles(s); cerr != nil {
@@ -507,4 +511,46 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	l.logger.WithFields(logrus.Fields{"base": b0, "end": end, "segments": len(replaced), "bytes": seg.size.Load()}).
 		Debug("swapped a cleaned segment into the open log")
 	return nil
+}
+
+// swapGroup checks, under the writer lock, that the log is open, writable
+// and not truncated since generation gen, and that its segments over
+// [b0, end) are still old's; it returns their range l.segs[i:j].
+func (l *Log) swapGroup(gen uint64, old map[*segment]bool, b0, end int64) (i, j int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return 0, 0, fmt.Errorf("%w: %w", ErrCleanAborted, ErrClosed)
+	}
+	if err := l.checkWritable(); err != nil {
+		return 0, 0, err
+	}
+	if l.gen != gen {
+		return 0, 0, fmt.Errorf("%w: truncated", ErrCleanAborted)
+	}
+	i, j = -1, -1
+	for k, s := range l.segs {
+		if s.base == b0 {
+			i = k
+		}
+		if i >= 0 && j < 0 && s.base >= end {
+			j = k
+		}
+	}
+	if i < 0 || j < 0 {
+		return 0, 0, fmt.Errorf("%w: segments of [%d, %d) gone", ErrCleanAborted, b0, end)
+	}
+	for _, s := range l.segs[i:j] {
+		if !old[s] {
+			return 0, 0, fmt.Errorf("%w: segment %d replaced", ErrCleanAborted, s.base)
+		}
+	}
+	return i, j, nil
+}
+
+// failLocking is fail for a caller that does not hold mu.
+func (l *Log) failLocking(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fail(err)
 }

@@ -765,6 +765,16 @@ func swapCleaned(fsys FS, dir string, b0, end int64) error {
 // redoes it after a crash anywhere in it. A cleaning (not recovery) passes
 // its crash point.
 func finishSwap(fsys FS, dir string, b0, end int64, cleaning bool) error {
+	if err := finishSwapFiles(fsys, dir, b0, end, cleaning); err != nil {
+		return err
+	}
+	return finishSwapDurable(fsys, dir, b0)
+}
+
+// finishSwapFiles is step 4's file changes: the replaced segments' files
+// go and the .swap files take their final names (b0's replacing the old
+// segment's). Not durable until finishSwapDurable.
+func finishSwapFiles(fsys FS, dir string, b0, end int64, cleaning bool) error {
 	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
@@ -793,6 +803,12 @@ func finishSwap(fsys FS, dir string, b0, end int64, cleaning bool) error {
 			return fmt.Errorf("rename %s: %w", from, err)
 		}
 	}
+	return nil
+}
+
+// finishSwapDurable makes step 4's file changes durable, then removes the
+// marker (durably): until then recovery redoes the swap.
+func finishSwapDurable(fsys FS, dir string, b0 int64) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}

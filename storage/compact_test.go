@@ -233,6 +233,49 @@ func TestOffsetMap(t *testing.T) {
 	}
 }
 
+// TestOffsetMapGrows fills a map past its first tables: every key keeps
+// its newest offset through each doubling, the budget's capacity still
+// bounds it, and Clear empties the grown table.
+func TestOffsetMapGrows(t *testing.T) {
+	const slots = 5*offsetMapInitialSlots + 123 // not a doubling of the first table
+	m, err := NewOffsetMap(slots * offsetMapSlotBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.size != offsetMapInitialSlots {
+		t.Fatalf("first table of %d slots, want %d", m.size, offsetMapInitialSlots)
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
+	n := m.Free()
+	for round := range 2 {
+		for i := range n {
+			if !m.Put(key(i), int64(2*i+round)) {
+				t.Fatalf("round %d: key %d refused with %d free", round, i, m.Free())
+			}
+		}
+		if m.Len() != n || !m.Full() || m.Put([]byte("one more"), 1) {
+			t.Fatalf("round %d: len %d, full %v", round, m.Len(), m.Full())
+		}
+		if m.size != slots {
+			t.Fatalf("round %d: table of %d slots in use when full, want all %d", round, m.size, slots)
+		}
+		for i := range n {
+			if got, ok := m.Get(key(i)); !ok || got != int64(2*i+round) {
+				t.Fatalf("round %d: key %d = %d, %v; want %d", round, i, got, ok, 2*i+round)
+			}
+		}
+		m.Clear()
+		if m.Len() != 0 || m.LatestOffset() != -1 {
+			t.Fatalf("round %d: Clear left len %d", round, m.Len())
+		}
+		for i, s := range m.slots {
+			if s.off != 0 {
+				t.Fatalf("round %d: slot %d used after Clear", round, i)
+			}
+		}
+	}
+}
+
 // TestCompactTable runs cleanings of small hand-written histories.
 func TestCompactTable(t *testing.T) {
 	type batch struct {

@@ -80,8 +80,12 @@ type Log struct {
 	logger *logrus.Entry
 	epochs *epochCache
 
-	mu  sync.Mutex   // serializes writers
-	rmu sync.RWMutex // readers share it; segment list changes, truncation and deletion take it alone
+	// swapMu keeps a cleaning's swap (clean.go) apart from what removes
+	// segments: truncation, retention's deletion and Close take it
+	// before mu. Lock order: swapMu, mu, rmu.
+	swapMu sync.Mutex
+	mu     sync.Mutex   // serializes writers
+	rmu    sync.RWMutex // readers share it; segment list changes, truncation and deletion take it alone
 
 	segs []*segment // guarded by rmu; changed only while also holding mu
 
@@ -893,6 +897,8 @@ func (l *Log) flushLoop(interval time.Duration) {
 func (l *Log) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		l.swapMu.Lock() // a swap in progress ends first; later ones see closed
+		defer l.swapMu.Unlock()
 		janitor.remove(l)
 		if l.flushStop != nil {
 			close(l.flushStop)

@@ -17,6 +17,8 @@ import (
 // due, a new empty segment is rolled first, so the log is never left without
 // one. It returns how many segments it deleted.
 func (l *Log) DeleteExpiredSegments(highWatermark int64) (int, error) {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {

@@ -20,6 +20,8 @@ import (
 // end (batches cut off are no longer duplicates), and a checkpointed high
 // watermark above the new end is lowered to it.
 func (l *Log) TruncateTo(offset int64) (int64, error) {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -115,6 +117,8 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: negative start offset %d", ErrOffsetOutOfRange, offset)
 	}
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
