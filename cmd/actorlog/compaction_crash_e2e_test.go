@@ -14,13 +14,16 @@
 // no deleted key; each key's values come in the order they were written
 // (never an older value after a newer one: no mix of old and cleaned
 // segments); the partition directory holds no .cleaned or .swap file
-// left by the crash once the host is up; and the host takes new writes.
+// written before the kill once the host is up; and the host takes new
+// writes.
 
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -140,19 +143,31 @@ func ccProduce(t *testing.T, addr string, st *ccState, rng *rand.Rand) error {
 
 // ccVerify reads the partition from the start to its end and checks it
 // against st: exactly the newest value of each live key, no deleted key,
-// offsets increasing, and each key's values in the order written.
-func ccVerify(t *testing.T, addr string, st *ccState) (read int, end int64) {
+// offsets increasing, and each key's values in the order written. A host
+// that dies meanwhile (an armed crash point reached by a cleaning that
+// started before any write of this life: dead reports it) ends the read
+// with an error and checks nothing; any other failure fails the test.
+func ccVerify(t *testing.T, addr string, st *ccState, dead func() bool) (read int, end int64, err error) {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	fail := func(format string, args ...any) error {
+		t.Helper()
+		err := fmt.Errorf(format, args...)
+		if !dead() {
+			t.Fatal(err)
+		}
+		return err
+	}
 	adm := foAdmin(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	ends, err := adm.ListEndOffsets(ctx, ccTopic)
 	if err != nil {
-		t.Fatalf("list end offsets: %v", err)
+		return 0, 0, fail("list end offsets: %w", err)
 	}
 	o, ok := ends.Lookup(ccTopic, 0)
 	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s-0: %+v", ccTopic, o)
+		return 0, 0, fail("end offset of %s-0: %+v", ccTopic, o)
 	}
 	end = o.Offset
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ccTopic: {0: kgo.NewOffset().AtStart()}}),
@@ -165,11 +180,21 @@ func ccVerify(t *testing.T, addr string, st *ccState) (read int, end int64) {
 	lastSeq := map[string]int{}
 	prev := int64(-1)
 	for prev < end-1 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d records up to offset %d of %d: %v", read, prev, end, ctx.Err())
+		pctx, pcancel := context.WithTimeout(ctx, time.Second) // to look at dead between polls
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		if dead() || ctx.Err() != nil {
+			return read, end, fail("read %d records up to offset %d of %d: %v", read, prev, end, ctx.Err())
 		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return read, end, fail("fetch: %w", ferr)
+		}
 		for _, r := range fs.Records() {
 			if r.Offset <= prev {
 				t.Fatalf("offset %d after %d", r.Offset, prev)
@@ -214,21 +239,27 @@ func ccVerify(t *testing.T, addr string, st *ccState) (read int, end int64) {
 		}
 	}
 	clear(st.pending)
-	return read, end
+	return read, end, nil
 }
 
-// ccLeftovers lists the files of an unfinished cleaning in dir.
-func ccLeftovers(t *testing.T, dir string) []string {
+// ccLeftovers lists the files of an unfinished cleaning in dir, with their
+// modification times.
+func ccLeftovers(t *testing.T, dir string) map[string]time.Time {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("list %s: %v", dir, err)
 	}
-	var out []string
+	out := map[string]time.Time{}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".cleaned") || strings.HasSuffix(e.Name(), ".swap") {
-			out = append(out, e.Name())
+		if !strings.HasSuffix(e.Name(), ".cleaned") && !strings.HasSuffix(e.Name(), ".swap") {
+			continue
 		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile by a running cleaning
+		}
+		out[e.Name()] = info.ModTime()
 	}
 	return out
 }
@@ -275,6 +306,7 @@ func TestCompactionSIGKILLMidCleaning(t *testing.T) {
 		}
 	}
 	leftAfterCrash := 0
+	var killedAt time.Time // when the host last died
 	const crashed = "--unsafe-crash-point reached"
 	for i, k := range append(kills, ccKill{point: "-"}) { // the last life is checked, not killed
 		h.extra = flags
@@ -282,6 +314,7 @@ func TestCompactionSIGKILLMidCleaning(t *testing.T) {
 			h.extra = append(append([]string(nil), flags...), "--unsafe-crash-point", k.point+":"+strconv.Itoa(k.pass))
 		}
 		crashes := strings.Count(h.log(), crashed) // the log is appended to in every life
+		reached := func() bool { return strings.Count(h.log(), crashed) > crashes }
 		h.start()
 		if i == 0 {
 			adm := foAdmin(t, kafkaAddr)
@@ -295,21 +328,30 @@ func TestCompactionSIGKILLMidCleaning(t *testing.T) {
 				t.Fatalf("create %s: %+v %v", ccTopic, r, err)
 			}
 		} else {
-			read, end := ccVerify(t, kafkaAddr, st)
-			if left := ccLeftovers(t, partDir); len(left) > 0 {
-				// The host is up: recovery ran before it served, and a
-				// cleaning since may only have .cleaned files.
-				for _, name := range left {
-					if strings.HasSuffix(name, ".swap") {
-						t.Fatalf("life %d: %s in %s after the restart", i, name, partDir)
-					}
+			read, end, err := ccVerify(t, kafkaAddr, st, reached)
+			if err != nil {
+				// The host died at its crash point before it could be
+				// read: this life's kill happened; the next one reads.
+				t.Logf("life %d: killed (%v) before the read, at startup: %v", i, k, err)
+				h.stop(syscall.SIGKILL)
+				killedAt = time.Now()
+				continue
+			}
+			// The host is up: recovery ran before it served, so the
+			// files of the killed cleaning are gone; a cleaning since may
+			// have written new ones (renames keep a file's time).
+			for name, mod := range ccLeftovers(t, partDir) {
+				if mod.Before(killedAt) {
+					t.Fatalf("life %d: %s (written %v, before the kill at %v) in %s after the restart", i, name, mod, killedAt, partDir)
 				}
 			}
 			t.Logf("life %d: after the kill (%v): %d records read up to offset %d, %d live keys", i, kills[i-1], read, end, len(st.latest))
 		}
 		if k.point == "-" {
 			mustProduce() // still takes writes
-			ccVerify(t, kafkaAddr, st)
+			if _, _, err := ccVerify(t, kafkaAddr, st, func() bool { return false }); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 		if k.point == "" {
@@ -320,7 +362,6 @@ func TestCompactionSIGKILLMidCleaning(t *testing.T) {
 			// Cleanings follow the writes within the backoff; a second
 			// pass may need another cleaning, so write on until the host
 			// kills itself (a round it dies in is pending).
-			reached := func() bool { return strings.Count(h.log(), crashed) > crashes }
 			for round := 0; !reached(); round++ {
 				if round == 10 {
 					t.Fatalf("life %d: the host did not reach %v in %d rounds of writes; log:\n%s", i, k, round, h.log())
@@ -336,9 +377,10 @@ func TestCompactionSIGKILLMidCleaning(t *testing.T) {
 				t.Fatalf("life %d: host exited with %d, want killed by SIGKILL", i, code)
 			}
 		}
+		killedAt = time.Now()
 		if left := ccLeftovers(t, partDir); len(left) > 0 {
 			leftAfterCrash++
-			t.Logf("life %d: killed (%v) with %v on disk", i, k, left)
+			t.Logf("life %d: killed (%v) with %v on disk", i, k, slices.Sorted(maps.Keys(left)))
 		}
 	}
 	t.Logf("%d kills, %d left .cleaned or .swap files for recovery; %d writes", len(kills), leftAfterCrash, st.seq)
