@@ -84,6 +84,7 @@ type batch struct {
 	part     *partition
 	seq      uint64          // creation order; queues are kept in seq order
 	b        *record.Builder // while open
+	bcap     int             // b's capacity as far as known (see pooledBuilder)
 	size     int             // buffered bytes: HeaderSize + encoded records
 	firstTS  int64           // first record's timestamp (the builder's base)
 	reports  []any           // one per record; len is the record count
@@ -194,10 +195,24 @@ type Accumulator struct {
 	restamps []*batch // restamp's scratch
 
 	freeBatches  []*batch
-	freeBuilders []*record.Builder
+	freeBuilders []pooledBuilder
+	// builderBytes is the capacity of every builder, open or free (see
+	// pooledBuilder): a builder that would take it past BufferMemory is
+	// dropped rather than kept for reuse.
+	builderBytes int
 	ready        []ReadyBatch // Ready's result, reused
 
 	stats Stats // the counters of Stats
+}
+
+// pooledBuilder is a free builder and its capacity as far as known: the
+// largest batch it held. A builder keeps the capacity of the largest batch
+// it built; with 1 MiB batches and many partitions, builders reused across
+// partitions would otherwise keep far more memory than BufferMemory
+// counts.
+type pooledBuilder struct {
+	b   *record.Builder
+	cap int
 }
 
 // Stats are an Accumulator's counters since it was made and its current
@@ -383,11 +398,11 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 		b = new(batch)
 	}
 	if n := len(a.freeBuilders); n > 0 {
-		b.b = a.freeBuilders[n-1]
-		a.freeBuilders[n-1] = nil
+		b.b, b.bcap = a.freeBuilders[n-1].b, a.freeBuilders[n-1].cap
+		a.freeBuilders[n-1] = pooledBuilder{}
 		a.freeBuilders = a.freeBuilders[:n-1]
 	} else {
-		b.b = record.NewBuilder(record.BuilderOptions{Compression: a.cfg.Compression})
+		b.b, b.bcap = record.NewBuilder(record.BuilderOptions{Compression: a.cfg.Compression}), 0
 	}
 	a.nextSeq++
 	b.part, b.seq, b.created, b.firstTS = p, a.nextSeq, now, firstTS
@@ -397,13 +412,24 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 }
 
 // takeOpen removes p's open batch and returns it; its builder, reset, goes
-// back to the free list.
+// back to the free list, unless the builders' capacity (builderBytes)
+// would exceed BufferMemory: then it is dropped for the garbage collector.
+// So hot partitions reuse their large builders, while many partitions'
+// builders, each once grown to a full batch, are not all kept.
 func (a *Accumulator) takeOpen(p *partition) *batch {
 	b := p.open
 	p.open = nil
-	b.b.Reset()
-	a.freeBuilders = append(a.freeBuilders, b.b)
-	b.b = nil
+	if b.size > b.bcap {
+		a.builderBytes += b.size - b.bcap
+		b.bcap = b.size
+	}
+	if a.builderBytes <= a.cfg.BufferMemory {
+		b.b.Reset()
+		a.freeBuilders = append(a.freeBuilders, pooledBuilder{b: b.b, cap: b.bcap})
+	} else {
+		a.builderBytes -= b.bcap
+	}
+	b.b, b.bcap = nil, 0
 	return b
 }
 
@@ -449,10 +475,25 @@ func (a *Accumulator) drainable(p *partition) bool {
 	return len(p.queue) == 0 && len(p.inflight) < a.cfg.MaxInFlight && a.canSend(p) && a.inOrder(p, p.open)
 }
 
+// dueAt is when p's open batch is to be closed if drainable: at once when
+// nothing is in flight, on any partition (unless LingerWhenIdle), else
+// when its Linger has passed. Idle is the whole producer's, not p's: a
+// producer under load always has some request in flight, so its batches
+// linger and fill as Kafka's do, rather than go out small whenever their
+// partition's last answer arrives. idle is whether nothing was in flight
+// when the caller started (Ready decides for all partitions at once).
+func (a *Accumulator) dueAt(p *partition, idle bool) time.Time {
+	if idle && !a.cfg.LingerWhenIdle {
+		return p.open.created
+	}
+	return p.open.created.Add(a.cfg.Linger)
+}
+
 // Ready returns the batches to send now, marking them in flight. It first
-// closes every open batch whose linger has expired and that would be sent
-// at once (see drainable), or every open batch after an append failed
-// with ErrBufferFull; then, per partition that is
+// closes every open batch that would be sent at once (see drainable) and
+// whose linger has expired or, unless LingerWhenIdle, any batch that would
+// be sent at once when nothing is in flight (see dueAt), or every open batch after an append failed with
+// ErrBufferFull; then, per partition that is
 // not paused, it hands out queued batches in order while the partition has
 // fewer than MaxInFlight in flight, stopping at a batch still in its retry
 // backoff, so that a retried batch keeps its place ahead of later ones.
@@ -468,8 +509,9 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 	a.ready = a.ready[:0]
 	all := a.exhausted
 	a.exhausted = false
+	idle := len(a.inflight) == 0
 	for _, p := range a.parts {
-		if b := p.open; b != nil && (all || (a.drainable(p) && !now.Before(b.created.Add(a.cfg.Linger)))) {
+		if p.open != nil && (all || (a.drainable(p) && !now.Before(a.dueAt(p, idle)))) {
 			a.close(p)
 		}
 		if p.broken && a.pidValid {
@@ -537,7 +579,7 @@ func (a *Accumulator) NextDeadline() (time.Time, bool) {
 	for _, p := range a.parts {
 		if b := p.open; b != nil {
 			if a.drainable(p) {
-				consider(b.created.Add(a.cfg.Linger))
+				consider(a.dueAt(p, len(a.inflight) == 0))
 			}
 			consider(b.created.Add(a.cfg.DeliveryTimeout))
 		}

@@ -44,19 +44,26 @@ func TestRecordSizeMatchesBuilder(t *testing.T) {
 	}
 }
 
+// TestLinger: a batch on a partition with nothing in flight is sent at
+// once by default, and after its linger with LingerWhenIdle (Kafka's
+// linger.ms).
 func TestLinger(t *testing.T) {
 	tests := []struct {
 		name   string
 		linger time.Duration
+		idle   bool          // LingerWhenIdle
 		want   time.Duration // effective linger
 	}{
-		{"default 5ms", 0, DefaultLinger},
-		{"20ms", 20 * time.Millisecond, 20 * time.Millisecond},
-		{"none", -1, 0},
+		{"default: idle partition sends at once", 0, false, 0},
+		{"20ms: idle partition sends at once", 20 * time.Millisecond, false, 0},
+		{"default 5ms when idle", 0, true, DefaultLinger},
+		{"20ms when idle", 20 * time.Millisecond, true, 20 * time.Millisecond},
+		{"none", -1, false, 0},
+		{"none when idle", -1, true, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAcc(t, Config{Linger: tc.linger})
+			a := newAcc(t, Config{Linger: tc.linger, LingerWhenIdle: tc.idle})
 			for i := 0; i < 3; i++ {
 				res := mustAppend(t, a, t0, tpA, i, 100)
 				if res.NewBatch != (i == 0) || res.BatchFull {
@@ -537,7 +544,7 @@ func seq(n int) []int {
 }
 
 func TestFlush(t *testing.T) {
-	a := newAcc(t, Config{Linger: time.Minute})
+	a := newAcc(t, Config{Linger: time.Minute, LingerWhenIdle: true})
 	for i, tp := range []TopicPartition{tpA, tpB, tpC} {
 		mustAppend(t, a, t0, tp, i, 100)
 	}
@@ -575,6 +582,98 @@ func TestPauseResume(t *testing.T) {
 	rb := readyCopy(a, ms(2))
 	if len(rb) != 1 || !slices.Equal(reportInts(rb[0]), []int{0, 2}) {
 		t.Fatalf("after Resume: %+v", rb)
+	}
+}
+
+// TestLingerOnlyWhileInFlight: by default a batch lingers only while the
+// producer has a batch in flight, on any partition; once the last answer
+// arrives, the batches gathered meanwhile are sent at once, linger or not
+// (Nagle's algorithm), and nobody is woken early while they may wait.
+func TestLingerOnlyWhileInFlight(t *testing.T) {
+	a := newAcc(t, Config{Linger: 5 * time.Millisecond})
+	mustAppend(t, a, t0, tpA, 0, 100)
+	if at, ok := a.NextDeadline(); !ok || at.After(t0) {
+		t.Fatalf("idle partition: NextDeadline = t0+%v, %v; want now", at.Sub(t0), ok)
+	}
+	first := readyCopy(a, t0)
+	if len(first) != 1 || first[0].Records != 1 {
+		t.Fatalf("idle partition: Ready sent %+v, want the record at once", first)
+	}
+	for i := 1; i <= 3; i++ {
+		mustAppend(t, a, ms(1), tpA, i, 100)
+	}
+	mustAppend(t, a, ms(1), tpB, 10, 100) // B has nothing in flight, A has
+	if at, ok := a.NextDeadline(); !ok || !at.Equal(ms(6)) {
+		t.Fatalf("busy partition: NextDeadline = t0+%v, %v; want its linger, t0+6ms", at.Sub(t0), ok)
+	}
+	if rb := a.Ready(ms(2)); len(rb) != 0 {
+		t.Fatalf("busy partition sent before its linger: %+v", rb)
+	}
+	if ds := a.Complete(first[0].ID, 0, nil); len(ds) != 1 {
+		t.Fatalf("Complete: %+v", ds)
+	}
+	if at, ok := a.NextDeadline(); !ok || at.After(ms(2)) {
+		t.Fatalf("producer idle again: NextDeadline = t0+%v, %v; want now", at.Sub(t0), ok)
+	}
+	rb := readyCopy(a, ms(2))
+	if len(rb) != 2 || !slices.Equal(reportInts(rb[0]), []int{1, 2, 3}) || !slices.Equal(reportInts(rb[1]), []int{10}) {
+		t.Fatalf("producer idle again: Ready sent %+v, want records 1-3 and 10 at once", rb)
+	}
+	a.Complete(rb[1].ID, 0, nil)
+	// A partition with one in flight and room for more still lingers.
+	mustAppend(t, a, ms(3), tpA, 4, 100)
+	if rb := a.Ready(ms(7)); len(rb) != 0 {
+		t.Fatalf("sent before linger with a batch in flight: %+v", rb)
+	}
+	if rb := a.Ready(ms(8)); len(rb) != 1 || rb[0].Records != 1 {
+		t.Fatalf("not sent at its linger: %+v", rb)
+	}
+}
+
+// TestBuilderPoolBounded: builders grown by large batches are reused while
+// the builders' capacity fits in BufferMemory, and dropped beyond it, so
+// partitions that take a builder once grown to a full batch for a small
+// one do not make the producer keep more than BufferMemory in builders.
+func TestBuilderPoolBounded(t *testing.T) {
+	const mem, batch = 1 << 20, 256 << 10
+	a := newAcc(t, Config{BatchSize: batch, MaxRequestSize: batch, BufferMemory: mem, Linger: time.Hour, LingerWhenIdle: true, DeliveryTimeout: 2 * time.Hour})
+	tp := func(p int) TopicPartition { return TopicPartition{Topic: "many", Partition: int32(p)} }
+	fill := func(from int) { // 200 KiB on each of 4 partitions, sent and acknowledged
+		for p := from; p < from+4; p++ {
+			for i := 0; i < 200; i++ {
+				mustAppend(t, a, t0, tp(p), i, 1000)
+			}
+		}
+		a.Flush()
+		for _, b := range readyCopy(a, t0) {
+			a.Complete(b.ID, 0, nil)
+		}
+	}
+	held := func() (free, open int) {
+		for _, pb := range a.freeBuilders {
+			free += pb.cap
+		}
+		for _, p := range a.parts {
+			if p.open != nil {
+				open += p.open.bcap
+			}
+		}
+		return free, open
+	}
+	fill(0)
+	if free, _ := held(); free < 4*200*1000 || len(a.freeBuilders) != 4 {
+		t.Fatalf("after the first fill: %d builders free, %d bytes; want the 4 grown ones kept", len(a.freeBuilders), free)
+	}
+	for p := 4; p < 8; p++ { // small batches, kept open, on the grown builders
+		mustAppend(t, a, t0, tp(p), 0, 10)
+	}
+	fill(8)
+	free, open := held()
+	if free+open > mem || free+open != a.builderBytes {
+		t.Fatalf("builders hold %d bytes free and %d open (counted %d); want at most buffer memory %d", free, open, a.builderBytes, mem)
+	}
+	if len(a.freeBuilders) == 0 {
+		t.Errorf("no builder kept for reuse")
 	}
 }
 
@@ -631,7 +730,7 @@ func TestBlockedPartitionFillsBatches(t *testing.T) {
 }
 
 func TestAbort(t *testing.T) {
-	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 1, Linger: time.Minute})
+	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 1, Linger: time.Minute, LingerWhenIdle: true})
 	mustAppend(t, a, t0, tpA, 0, 200) // in flight
 	mustAppend(t, a, t0, tpA, 1, 200) // queued
 	mustAppend(t, a, t0, tpB, 2, 10)  // open

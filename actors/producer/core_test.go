@@ -102,7 +102,7 @@ func TestSendKeyedAndExplicit(t *testing.T) {
 }
 
 func TestSendRecordThatDoesNotFitMovesOn(t *testing.T) {
-	c := newCore(t, Config{BatchSize: record.HeaderSize + 10*size100, Linger: time.Hour, DeliveryTimeout: 2 * time.Hour})
+	c := newCore(t, Config{BatchSize: record.HeaderSize + 10*size100, Linger: time.Hour, LingerWhenIdle: true, DeliveryTimeout: 2 * time.Hour})
 	var first TopicPartition
 	for i := 0; i < 9; i++ {
 		tp, res, err := c.Send(t0, "t", 8, AnyPartition, record.Record{Value: value(i, 100), Timestamp: 1}, i)

@@ -48,14 +48,29 @@ import (
 )
 
 // Defaults filled in by NewAccumulator for zero Config fields. They follow
-// the Java client's producer defaults.
+// the Java client's producer defaults, except the batch size and when a
+// batch lingers, which follow franz-go (see DefaultBatchSize and
+// DefaultLinger).
 const (
-	// DefaultBatchSize is Kafka's batch.size: 16 KiB of (uncompressed)
-	// record data per partition batch.
-	DefaultBatchSize = 16 << 10
+	// DefaultBatchSize is the most (uncompressed) record data one
+	// partition batch holds: 1 MiB, as franz-go's ProducerBatchMaxBytes
+	// (1,000,012 bytes, Kafka's max.message.bytes), not Kafka's 16 KiB
+	// batch.size. It is a ceiling, not a target: batches are only this
+	// big when records arrive faster than the leader answers (see
+	// Config.Linger), so it costs no latency at low rates. At high rates
+	// a 16 KiB batch holds 15 records of 1 KiB, and the 5 in flight per
+	// partition bound throughput to 75 records per partition per round
+	// trip. Memory stays bounded by BufferMemory whatever the partition
+	// count. A topic whose max.message.bytes is below BatchSize refuses a
+	// full batch (MESSAGE_TOO_LARGE; this producer does not split it, as
+	// Kafka's does): give its producers a smaller BatchSize.
+	DefaultBatchSize = 1 << 20
 	// DefaultLinger is Kafka's linger.ms since Kafka 4.0 (KIP-1030); it was
-	// 0 before. A few milliseconds of linger cost little latency and let
-	// batches fill under load.
+	// 0 before. Unlike Kafka, a batch lingers only while the producer has
+	// a batch in flight (see Config.LingerWhenIdle): an idle producer
+	// sends at once, as Nagle's algorithm does, so a low rate pays no
+	// linger, and a busy producer gathers what arrives during the round
+	// trip, up to BatchSize.
 	DefaultLinger = 5 * time.Millisecond
 	// DefaultMaxRequestSize is Kafka's max.request.size: 1 MiB. It is also
 	// the largest record (plus batch header) the producer accepts.
@@ -163,11 +178,12 @@ func (tp TopicPartition) String() string {
 }
 
 // Config configures an Accumulator (and a Core). Zero fields take the
-// defaults above, so Config{} is Kafka's default producer (with linger 5ms).
+// defaults above, so Config{} is Kafka's default producer (with linger 5ms)
+// but for the batch size (1 MiB) and the linger of idle partitions (none).
 // Where zero is itself a meaningful setting (Linger, RetryBackoff), a
 // negative value asks for zero.
 type Config struct {
-	// BatchSize is the target size in bytes of one partition batch: the
+	// BatchSize is the largest size in bytes of one partition batch: the
 	// uncompressed size of the records plus the 61-byte batch header, as
 	// record.Builder.EstimatedSize counts it. A batch is closed when it
 	// reaches BatchSize or the next record would take it past BatchSize;
@@ -177,9 +193,19 @@ type Config struct {
 	// BatchSize. Default DefaultBatchSize; at most MaxRequestSize.
 	BatchSize int
 	// Linger is how long a batch that is not full waits for more records
-	// after its first one (Kafka's linger.ms). Default DefaultLinger (5ms,
-	// Kafka >= 4.0); negative means no wait (Kafka 3.x's 0).
+	// after its first one (Kafka's linger.ms) while the producer has a
+	// batch in flight (to any partition). Default DefaultLinger (5ms, Kafka >= 4.0); negative
+	// means no wait (Kafka 3.x's 0). Either way a batch also waits while
+	// its partition cannot send it at once (MaxInFlight batches in flight,
+	// a batch queued ahead of it, paused, no producer id yet), filling up
+	// to BatchSize meanwhile.
 	Linger time.Duration
+	// LingerWhenIdle makes a batch wait Linger even when the producer has
+	// nothing in flight, as Kafka's linger.ms does. Default false: then
+	// the batches are sent at once (Nagle's algorithm), so records
+	// produced at a low rate are not delayed by Linger, while under load,
+	// when requests are always in flight, batches still linger and fill.
+	LingerWhenIdle bool
 	// Compression is the codec of every batch (default none).
 	Compression record.Compression
 	// MaxRequestSize bounds one record plus the batch header: larger

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# bench.sh: the producer/consumer defaults benchmark of issue 15. Checks
+# that `actorlog perf produce` and `perf consume` with their default
+# settings keep up with franz-go (kgo, its own defaults) against franz-go's
+# kfake in disk mode, on the same machine in the same run, and that the
+# default producer stays fast at low rates. It builds actorlog and
+# cmd/kafkabench, starts one actorlog host (replication factor 1), and for
+# each SIZES record size runs ROUNDS alternating rounds (round r starts with
+# the other target than round r-1) of:
+#   actorlog: a fresh 3-partition topic, `actorlog perf produce
+#             --num-records N --record-size S` (defaults otherwise:
+#             acks=all, idempotent, default batch size and linger), then
+#             `actorlog perf consume --messages N` of it;
+#   kfake:    `kafkabench --kfake` (a fresh in-process disk-mode kfake, a
+#             3-partition topic, kgo's defaults) producing N records of S
+#             bytes, then a fresh kgo consumer reading them;
+#   old (OLD=1): as actorlog with the previous defaults' batching,
+#             `--batch-size 16384 --linger 5ms`;
+#   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
+#             consume` are another actorlog binary's (an older build,
+#             e.g. of `git archive HEAD`), with its own defaults, against
+#             the same host;
+# then, alternating too, the latency run: `actorlog perf produce
+# --throughput RATE` for LAT_N records of LAT_SIZE bytes (p99 as perf
+# prints it, whole ms; also with BEFORE_BIN) and kgo at the same rate
+# against kfake (kgo's default linger). It prints every run, then the medians and each
+# target's ratio to kfake as a markdown table. Goal: ratio >= 1.00 for
+# produce at every size, and actorlog's p99 <= 5 ms at 1,000 records/s.
+#
+#   scripts/bench.sh                        # full run, about 5 minutes
+#   ROUNDS=1 N=200000 scripts/bench.sh      # quicker
+#   OLD=1 scripts/bench.sh                  # also the previous batching
+#   git archive HEAD | tar -x -C /tmp/head && (cd /tmp/head && go build -o /tmp/actorlog-head ./cmd/actorlog)
+#   BEFORE_BIN=/tmp/actorlog-head scripts/bench.sh   # also HEAD's client
+#
+# Settings (environment): OUT (/tmp/actorlog-bench), ROUNDS (3), N
+# (1000000 records per throughput run), SIZES (100,1024), RATE (1000),
+# LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
+# BEFORE_BIN (none),
+# CONSUME (1), LATENCY (1), BASE_PORT (19940; the host uses
+# BASE_PORT..+3).
+#
+# Only the host it started is stopped (by pid) on exit. The numbers mean
+# something only on an otherwise idle machine: check `uptime` first.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="${PATH}:/usr/local/go/bin"
+
+OUT="${OUT:-/tmp/actorlog-bench}"
+ROUNDS="${ROUNDS:-3}"
+N="${N:-1000000}"
+SIZES="${SIZES:-100,1024}"
+RATE="${RATE:-1000}"
+LAT_N="${LAT_N:-10000}"
+LAT_SIZE="${LAT_SIZE:-100}"
+OLD="${OLD:-0}"
+BEFORE_BIN="${BEFORE_BIN:-}"
+CONSUME="${CONSUME:-1}"
+LATENCY="${LATENCY:-1}"
+BP="${BASE_PORT:-19940}"
+listen="127.0.0.1:${BP}"
+http="127.0.0.1:$((BP + 3))"
+
+rm -rf "${OUT}"
+mkdir -p "${OUT}"
+bin="${OUT}/actorlog"
+kb="${OUT}/kafkabench"
+echo "== build"
+go build -o "${bin}" ./cmd/actorlog
+go build -o "${kb}" ./cmd/kafkabench
+
+host_pid=""
+stop_host() {
+	if [[ -n "${host_pid}" ]]; then
+		kill -TERM "${host_pid}" 2>/dev/null || true
+		wait "${host_pid}" 2>/dev/null || true
+		host_pid=""
+	fi
+}
+trap stop_host EXIT
+
+"${bin}" --log-level warn host --data-dir "${OUT}/host.data" --listen "${listen}" \
+	--http "${http}" --kafka-listen "" >"${OUT}/host.log" 2>&1 &
+host_pid="$!"
+healthy=0
+for _ in $(seq 1 300); do
+	if curl -sf "http://${http}/healthz" >/dev/null; then
+		healthy=1
+		break
+	fi
+	kill -0 "${host_pid}" 2>/dev/null || break
+	sleep 0.2
+done
+if [[ "${healthy}" != 1 ]]; then
+	echo "host not healthy; log ${OUT}/host.log:" >&2
+	tail -30 "${OUT}/host.log" >&2
+	exit 1
+fi
+
+{
+	echo "== machine"
+	date -u
+	uptime
+	nproc
+	go version
+	git rev-parse HEAD 2>/dev/null || true
+	git status --short -- actors/producer cmd/actorlog cmd/kafkabench 2>/dev/null | head -20 || true
+} | tee "${OUT}/machine.txt"
+
+al() { "${bin}" --bootstrap "${listen}" "$@"; }
+client="${bin}"  # the binary whose perf produce/consume runs (see BEFORE_BIN)
+cl() { "${client}" --bootstrap "${listen}" "$@"; }
+
+# results.txt: one line per run: WORKLOAD TARGET ROUND VALUE, VALUE in
+# records/s, or p99 in ms for latency workloads.
+results="${OUT}/results.txt"
+: >"${results}"
+record() { # WORKLOAD TARGET ROUND VALUE
+	echo "$1 $2 $3 $4" >>"${results}"
+	printf '%-22s %-9s round %d: %s\n' "$1" "$2" "$3" "$4"
+}
+
+seq_topic=0
+new_topic() {
+	seq_topic=$((seq_topic + 1))
+	local t="bench-$(date +%s)-${seq_topic}"
+	al topics create "${t}" --partitions 3 >/dev/null
+	echo "${t}"
+}
+
+# perf produce's summary: "N records sent, R records/sec (M MB/sec), A ms
+# avg latency, X ms max latency, P ms 50th, P ms 95th, P ms 99th, P ms
+# 99.9th." -> "R P99".
+perf_summary() { # FILE
+	grep '99th' "$1" | tail -1 | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
+}
+
+# actorlog_run NAME SIZE ROUND PERF-FLAGS...: produce and consume N records.
+actorlog_run() {
+	local name="$1" size="$2" r="$3"
+	shift 3
+	local topic f
+	topic="$(new_topic)"
+	f="${OUT}/${name}-${size}-${r}"
+	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "$@" >"${f}.produce.txt"
+	record "produce-${size}B" "${name}" "${r}" "$(perf_summary "${f}.produce.txt" | cut -d' ' -f1)"
+	if [[ "${CONSUME}" == 1 ]]; then
+		cl perf consume --topic "${topic}" --messages "${N}" >"${f}.consume.txt"
+		# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
+		record "consume-${size}B" "${name}" "${r}" "$(tail -1 "${f}.consume.txt" | awk -F', ' '{ printf "%.1f", $6 }')"
+	fi
+	al topics delete "${topic}" >/dev/null
+}
+
+# kfake_run SIZE ROUND: kgo with its defaults against a fresh disk-mode kfake.
+kfake_run() {
+	local size="$1" r="$2" f skip=()
+	f="${OUT}/kfake-${size}-${r}.txt"
+	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
+	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${skip[@]}" >"${f}"
+	for w in produce consume; do
+		v="$(awk -v w="${w}" '$1 == "kfake" && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
+		[[ -n "${v}" ]] && record "${w}-${size}B" kfake "${r}" "${v}"
+	done
+	return 0
+}
+
+targets=(actorlog kfake)
+[[ "${OLD}" == 1 ]] && targets+=(old)
+[[ -n "${BEFORE_BIN}" ]] && targets+=(before)
+
+echo "== throughput (N=${N} SIZES=${SIZES} ROUNDS=${ROUNDS})"
+for size in ${SIZES//,/ }; do
+	for r in $(seq 1 "${ROUNDS}"); do
+		k=${#targets[@]}
+		for i in $(seq 0 $((k - 1))); do
+			t="${targets[$(((r + i) % k))]}"
+			case "${t}" in
+			actorlog) actorlog_run actorlog "${size}" "${r}" ;;
+			old) actorlog_run old "${size}" "${r}" --batch-size 16384 --linger 5ms ;;
+			before)
+				client="${BEFORE_BIN}"
+				actorlog_run before "${size}" "${r}"
+				client="${bin}"
+				;;
+			kfake) kfake_run "${size}" "${r}" ;;
+			esac
+		done
+	done
+done
+
+# Go's duration strings (950µs, 4.2ms, 1.5s) in ms.
+to_ms() {
+	awk -v d="$1" 'BEGIN {
+		if (d ~ /µs$/) { sub(/µs$/, "", d); printf "%.2f", d / 1000 }
+		else if (d ~ /ms$/) { sub(/ms$/, "", d); printf "%.2f", d }
+		else if (d ~ /s$/) { sub(/s$/, "", d); printf "%.2f", d * 1000 }
+		else printf "%s", d
+	}'
+}
+
+if [[ "${LATENCY}" == 1 ]]; then
+	echo "== latency (${RATE} records/s, ${LAT_N} records of ${LAT_SIZE} B)"
+	# The throughput runs left gigabytes of dirty page cache: let the
+	# kernel write them back first, or its writeback stalls the host's
+	# appends in the latency runs (a 360 ms p99 seen once).
+	sync
+	sleep 2
+	secs=$(((LAT_N + RATE - 1) / RATE))
+	for r in $(seq 1 "${ROUNDS}"); do
+		order=(actorlog kfake)
+		((r % 2 == 0)) && order=(kfake actorlog)
+		[[ -n "${BEFORE_BIN}" ]] && order+=(before)
+		for t in "${order[@]}"; do
+			if [[ "${t}" != kfake ]]; then
+				client="${bin}"
+				[[ "${t}" == before ]] && client="${BEFORE_BIN}"
+				topic="$(new_topic)"
+				f="${OUT}/latency-${t}-${r}.txt"
+				cl perf produce --topic "${topic}" --num-records "${LAT_N}" --record-size "${LAT_SIZE}" \
+					--throughput "${RATE}" >"${f}"
+				client="${bin}"
+				read -r rps p99 <<<"$(perf_summary "${f}")"
+				record "p99ms@${RATE}/s" "${t}" "${r}" "${p99}"
+				record "rate@${RATE}/s" "${t}" "${r}" "${rps}"
+				al topics delete "${topic}" >/dev/null
+			else
+				f="${OUT}/latency-kfake-${r}.txt"
+				"${kb}" --kfake --skip produce --rate "${RATE}" --duration "${secs}s" \
+					--latency-size "${LAT_SIZE}" --latency-linger default --rounds 1 >"${f}"
+				line="$(awk '$1 == "kfake" && $2 == "latency"' "${f}")"
+				p99="$(awk '{ for (i = 1; i <= NF; i++) if ($i == "p99") print $(i + 1) }' <<<"${line}")"
+				rps="$(awk '{ for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' <<<"${line}")"
+				record "p99ms@${RATE}/s" kfake "${r}" "$(to_ms "${p99}")"
+				record "rate@${RATE}/s" kfake "${r}" "${rps}"
+			fi
+		done
+	done
+fi
+
+echo
+echo "== medians (${ROUNDS} rounds; ratio = target / kfake; p99 in ms, perf prints whole ms)"
+{
+	echo "| workload | target | runs | median | ratio |"
+	echo "|---|---|---|---|---|"
+	# Sort by workload, target, value; then take each group's median.
+	sort -k1,1 -k2,2 -k4,4g "${results}" | awk '
+	function flush() {
+		if (n == 0) return
+		m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		med[w, t] = m; runs[w, t] = n
+		if (!((w) in seenw)) { seenw[w] = 1; ws[++nw] = w }
+		if (!((w, t) in seent)) { seent[w, t] = 1; ts[w, ++nt[w]] = t }
+		n = 0
+	}
+	{ if ($1 != w || $2 != t) { flush(); w = $1; t = $2 } v[++n] = $4 }
+	END {
+		flush()
+		for (i = 1; i <= nw; i++) {
+			w = ws[i]
+			for (j = 1; j <= nt[w]; j++) {
+				t = ts[w, j]
+				ratio = "-"
+				if (w !~ /^p99/ && ((w, "kfake") in med) && med[w, "kfake"] > 0) ratio = sprintf("%.2fx", med[w, t] / med[w, "kfake"])
+				printf "| %s | %s | %d | %.1f | %s |\n", w, t, runs[w, t], med[w, t], ratio
+			}
+		}
+	}'
+} | tee "${OUT}/summary.md"
+kill -0 "${host_pid}" 2>/dev/null || echo "warning: the actorlog host exited during the run" >&2
+echo "== done; results in ${OUT} (results.txt, summary.md, per-run outputs)"
