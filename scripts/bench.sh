@@ -69,43 +69,16 @@ echo "== build"
 go build -o "${bin}" ./cmd/actorlog
 go build -o "${kb}" ./cmd/kafkabench
 
-host_pid=""
-stop_host() {
-	if [[ -n "${host_pid}" ]]; then
-		kill -TERM "${host_pid}" 2>/dev/null || true
-		wait "${host_pid}" 2>/dev/null || true
-		host_pid=""
-	fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 trap stop_host EXIT
 
 "${bin}" --log-level warn host --data-dir "${OUT}/host.data" --listen "${listen}" \
 	--http "${http}" --kafka-listen "" >"${OUT}/host.log" 2>&1 &
 host_pid="$!"
-healthy=0
-for _ in $(seq 1 300); do
-	if curl -sf "http://${http}/healthz" >/dev/null; then
-		healthy=1
-		break
-	fi
-	kill -0 "${host_pid}" 2>/dev/null || break
-	sleep 0.2
-done
-if [[ "${healthy}" != 1 ]]; then
-	echo "host not healthy; log ${OUT}/host.log:" >&2
-	tail -30 "${OUT}/host.log" >&2
-	exit 1
-fi
+wait_healthy "${http}" "${OUT}/host.log" "${host_pid}"
 
-{
-	echo "== machine"
-	date -u
-	uptime
-	nproc
-	go version
-	git rev-parse HEAD 2>/dev/null || true
-	git status --short -- actors/producer cmd/actorlog cmd/kafkabench 2>/dev/null | head -20 || true
-} | tee "${OUT}/machine.txt"
+machine_info "${OUT}" actors/producer cmd/actorlog cmd/kafkabench
 
 al() { "${bin}" --bootstrap "${listen}" "$@"; }
 client="${bin}"  # the binary whose perf produce/consume runs (see BEFORE_BIN)
@@ -123,7 +96,8 @@ record() { # WORKLOAD TARGET ROUND VALUE
 seq_topic=0
 new_topic() {
 	seq_topic=$((seq_topic + 1))
-	local t="bench-$(date +%s)-${seq_topic}"
+	local t
+	t="bench-$(date +%s)-${seq_topic}"
 	al topics create "${t}" --partitions 3 >/dev/null
 	echo "${t}"
 }

@@ -45,14 +45,8 @@ bin="${OUT}/actorlog"
 echo "== build"
 go build -o "${bin}" ./cmd/actorlog
 
-host_pid=""
-stop_host() {
-	if [[ -n "${host_pid}" ]]; then
-		kill -TERM "${host_pid}" 2>/dev/null || true
-		wait "${host_pid}" 2>/dev/null || true
-		host_pid=""
-	fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 trap stop_host EXIT
 
 start_host() { # NAME CLEANER-FLAGS...
@@ -63,18 +57,7 @@ start_host() { # NAME CLEANER-FLAGS...
 		--http "${http}" --kafka-listen "" --unsafe-min-segment-bytes 1048576 "$@" ${HOST_FLAGS} \
 		>"${OUT}/${name}.host.log" 2>&1 &
 	host_pid="$!"
-	for _ in $(seq 1 300); do
-		if curl -sf "http://${http}/healthz" >/dev/null; then
-			return 0
-		fi
-		if ! kill -0 "${host_pid}" 2>/dev/null; then
-			break
-		fi
-		sleep 0.2
-	done
-	echo "host ${name} not healthy; log ${OUT}/${name}.host.log:" >&2
-	tail -30 "${OUT}/${name}.host.log" >&2
-	exit 1
+	wait_healthy "${http}" "${OUT}/${name}.host.log" "${host_pid}"
 }
 
 metric() { # NAME -> value of an unlabelled metric on the host's /metrics
@@ -85,14 +68,7 @@ cpu_seconds() { # PID -> user+system CPU seconds
 	awk '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / 100 }' "/proc/$1/stat"
 }
 
-{
-	echo "== machine"
-	date -u
-	uptime
-	nproc
-	go version
-	git rev-parse HEAD 2>/dev/null || true
-} | tee "${OUT}/machine.txt"
+machine_info "${OUT}"
 
 # results.txt: one line per round: mode round records/s MB/s avg p99 cleaned-bytes cleaner-seconds host-cpu data-MiB
 : >"${OUT}/results.txt"

@@ -57,17 +57,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_healthy() { # HTTP-ADDR LOG
-	for _ in $(seq 1 300); do
-		if curl -sf "http://$1/healthz" >/dev/null; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "host at $1 not healthy; log $2:" >&2
-	tail -30 "$2" >&2
-	exit 1
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 
 # The 1-host target: listen BP, etcd BP+1/+2, HTTP BP+3, Kafka BP+4.
 one_http="127.0.0.1:$((BP + 3))"
@@ -109,15 +100,7 @@ if [[ "${THREE}" == 1 ]]; then
 	targets+=(--target "actorlog-3/3=${three_kafka}" --pid "actorlog-3=${three_pids}")
 fi
 
-{
-	echo "== machine"
-	date -u
-	uptime
-	nproc
-	go version
-	git rev-parse HEAD 2>/dev/null || true
-	git status --short -- kafka host cmd 2>/dev/null | head -20 || true
-} | tee "${OUT}/machine.txt"
+machine_info "${OUT}" kafka host cmd
 
 # The hosts' idle CPU (etcd, leases, timers) is part of every "host CPU"
 # figure: measure it over IDLE_SECONDS (5) before any load.

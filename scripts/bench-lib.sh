@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# bench-lib.sh: what the benchmark scripts (bench.sh, cleaner-bench.sh,
+# kafka-bench.sh) share. Sourced, not run.
+
+# machine_info OUT [GIT-PATHS...]: what the numbers were measured on (time,
+# load, cores, Go, commit, and local changes under GIT-PATHS), to stdout
+# and OUT/machine.txt.
+machine_info() {
+	local out="$1"
+	shift
+	{
+		echo "== machine"
+		date -u
+		uptime
+		nproc
+		go version
+		git rev-parse HEAD 2>/dev/null || true
+		if [[ $# -gt 0 ]]; then
+			git status --short -- "$@" 2>/dev/null | head -20 || true
+		fi
+	} | tee "${out}/machine.txt"
+}
+
+# wait_healthy HTTP-ADDR LOG [PID]: waits (up to 60 s) for the host's
+# /healthz, giving up early when PID (if given) has exited; on failure it
+# prints the end of LOG and exits the script.
+wait_healthy() {
+	for _ in $(seq 1 300); do
+		if curl -sf "http://$1/healthz" >/dev/null; then
+			return 0
+		fi
+		if [[ -n "${3:-}" ]] && ! kill -0 "$3" 2>/dev/null; then
+			break
+		fi
+		sleep 0.2
+	done
+	echo "host at $1 not healthy; log $2:" >&2
+	tail -30 "$2" >&2
+	exit 1
+}
+
+# host_pid and stop_host: a script's one host at a time (started by the
+# script, which sets host_pid); stop_host stops it (SIGTERM) and waits.
+host_pid=""
+stop_host() {
+	if [[ -n "${host_pid}" ]]; then
+		kill -TERM "${host_pid}" 2>/dev/null || true
+		wait "${host_pid}" 2>/dev/null || true
+		host_pid=""
+	fi
+}
