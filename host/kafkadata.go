@@ -92,12 +92,13 @@ func (d *kafkaData) replicaPID(topic string, partition int32) *actor.PID {
 // one that stops before it answers (the call watches it: a replica stopped
 // during a failover drops its mailbox unanswered), is errNoReplica at
 // once; any other failure is wrapped.
+//
+// A deadline of ctx earlier than timeout ends the wait through ctx (its
+// error), not through the call's own timer, so the outcome does not
+// depend on which of the two fires first.
 func (d *kafkaData) request(ctx context.Context, topic string, partition int32, msg any, timeout time.Duration) (any, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	if timeout <= 0 {
-		return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, context.DeadlineExceeded)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ask replica %s-%d: %w", topic, partition, err)
 	}
 	type answer struct {
 		res any
