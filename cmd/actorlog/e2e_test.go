@@ -91,12 +91,23 @@ func TestMain(m *testing.M) {
 // kernel's ephemeral range, so the outgoing connections of the hosts and
 // clients (which take ephemeral ports) cannot grab one between this check
 // and the host binding it, or while a killed host is down.
+//
+// Every port handed out is remembered for the life of the test binary and
+// never handed out again: a test that asks for several bases (a cluster's
+// hosts, then its Kafka listeners), and the tests running in parallel,
+// would otherwise now and then get overlapping windows, and a host would
+// find its port taken by another's listener.
 func freeBase(t *testing.T) int {
 	t.Helper()
 	lo, hi := 10000, ephemeralLow()-4
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
 	for try := 0; try < 200; try++ {
 		base := lo + rand.IntN(hi-lo)
 		ok := true
+		for i := 0; i < 4 && ok; i++ {
+			ok = !handedOut[base+i]
+		}
 		var ls []net.Listener
 		for i := 0; i < 4 && ok; i++ {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
@@ -110,12 +121,21 @@ func freeBase(t *testing.T) int {
 			l.Close()
 		}
 		if ok {
+			for i := range 4 {
+				handedOut[base+i] = true
+			}
 			return base
 		}
 	}
 	t.Fatal("no free ports")
 	return 0
 }
+
+// handedOut holds the ports freeBase has handed out in this process.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
 
 // ephemeralLow is the first port of the kernel's ephemeral range (32768
 // when it cannot be read).
