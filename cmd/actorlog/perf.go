@@ -6,9 +6,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,6 +27,35 @@ import (
 func newPerfCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "perf", Short: "Measure produce and consume throughput"}
 	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g), newVerifiableProduceCmd(g))
+	// --cpu-profile FILE writes a Go CPU profile of the client's run (the
+	// host's comes from its --pprof endpoint): where the client's time goes.
+	var profile string
+	cmd.PersistentFlags().StringVar(&profile, "cpu-profile", "", "write a Go CPU profile of this command to FILE")
+	if err := cmd.PersistentFlags().MarkHidden("cpu-profile"); err != nil {
+		panic(err)
+	}
+	for _, sub := range cmd.Commands() {
+		run := sub.RunE
+		sub.RunE = func(c *cobra.Command, args []string) (err error) {
+			if profile == "" {
+				return run(c, args)
+			}
+			f, err := os.Create(profile)
+			if err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return errors.Join(fmt.Errorf("cpu profile: %w", err), f.Close())
+			}
+			defer func() {
+				pprof.StopCPUProfile()
+				if cerr := f.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("cpu profile: %w", cerr)
+				}
+			}()
+			return run(c, args)
+		}
+	}
 	return cmd
 }
 
