@@ -17,6 +17,11 @@
 //	                                 create revision is the controller, and
 //	                                 that create revision is the controller
 //	                                 epoch that fences every metadata write.
+//	<prefix>users/scram/<user name, path-escaped>
+//	                                 the Kafka listener's SCRAM credentials
+//	                                 (scram.go): JSON, salted keys only;
+//	                                 written by any host or the CLI with a
+//	                                 compare-and-swap, not fenced
 //
 // Host ids are written in decimal without padding (hosts/3, hosts/12): keys
 // are never relied on for ordering; ListHosts sorts by id. Topic names need
@@ -26,6 +31,7 @@ package cluster
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -90,4 +96,23 @@ func (k Keys) topicFromKey(key string) (string, error) {
 		return "", fmt.Errorf("%w: key %q is not under %q", ErrCorruptMetadata, key, k.Topics())
 	}
 	return s, nil
+}
+
+// ScramUsers is the prefix of the SCRAM user keys.
+func (k Keys) ScramUsers() string { return k.prefix + "users/scram/" }
+
+// ScramUser is the key of one user's SCRAM credentials.
+func (k Keys) ScramUser(name string) string { return k.ScramUsers() + url.PathEscape(name) }
+
+// scramUserFromKey returns the user name of a key under ScramUsers().
+func (k Keys) scramUserFromKey(key string) (string, error) {
+	s, ok := strings.CutPrefix(key, k.ScramUsers())
+	if !ok {
+		return "", fmt.Errorf("%w: key %q is not under %q", ErrCorruptMetadata, key, k.ScramUsers())
+	}
+	name, err := url.PathUnescape(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: key %q: %v", ErrCorruptMetadata, key, err)
+	}
+	return name, nil
 }

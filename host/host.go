@@ -37,6 +37,7 @@ import (
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
@@ -68,6 +69,22 @@ type Config struct {
 	// none. Any other address must be bound, or Start fails; port 0 takes
 	// a free port (advertised as bound).
 	KafkaListen string
+	// TLSCert, TLSKey and TLSCA are PEM files of the host's certificate,
+	// its key and the CA peers are verified against (internal/tlsconf).
+	// For now they cover the Kafka listener only, which then speaks TLS
+	// only; later they will cover the other ports too. All three or none.
+	// SIGHUP reloads them (Host.ReloadTLS).
+	TLSCert, TLSKey, TLSCA string
+	// KafkaClientAuth is the Kafka listener's client-certificate policy
+	// with TLS: KafkaClientAuthNone (default), KafkaClientAuthRequest (a
+	// certificate, if sent, must verify and names the principal) or
+	// KafkaClientAuthRequire (one must be sent and verify).
+	KafkaClientAuth string
+	// KafkaSASLMechanisms are the SASL mechanisms the Kafka listener
+	// requires clients to authenticate with (SCRAM-SHA-256,
+	// SCRAM-SHA-512, PLAIN; PLAIN only over TLS). Empty: no SASL.
+	// Credentials are kept in the metadata store (`actorlog users`).
+	KafkaSASLMechanisms []string
 	// KafkaAdvertise is the address Kafka clients are told to reach this
 	// host at (its broker entry in Kafka Metadata; kept in its
 	// registration). Default KafkaListen; when KafkaListen is on every
@@ -421,6 +438,7 @@ type Host struct {
 	// clusterID the cluster id it reports (kafka.go).
 	kafkaLn   net.Listener
 	kafka     *kafka.Server
+	tls       *tlsconf.Reloader // the Kafka listener's TLS material; nil without TLS
 	kafkaAddr string
 	clusterID string
 	broker    *actor.PID

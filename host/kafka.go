@@ -10,11 +10,14 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +28,7 @@ import (
 	"github.com/actorlog/actorlog/actors/broker"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -50,9 +54,60 @@ const (
 	controllerTTL = 2 * time.Second
 )
 
+// Kafka client-certificate policies (Config.KafkaClientAuth).
+const (
+	KafkaClientAuthNone    = "none"
+	KafkaClientAuthRequest = "request"
+	KafkaClientAuthRequire = "require"
+)
+
+// kafkaSecurityDefaults checks the TLS and SASL settings of the Kafka
+// listener.
+func (c *Config) kafkaSecurityDefaults() error {
+	files := 0
+	for _, f := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
+		if f != "" {
+			files++
+		}
+	}
+	if files != 0 && files != 3 {
+		return fmt.Errorf("host: --tls-cert, --tls-key and --tls-ca go together (got cert %q, key %q, CA %q)", c.TLSCert, c.TLSKey, c.TLSCA)
+	}
+	switch c.KafkaClientAuth {
+	case "":
+		c.KafkaClientAuth = KafkaClientAuthNone
+	case KafkaClientAuthNone, KafkaClientAuthRequest, KafkaClientAuthRequire:
+	default:
+		return fmt.Errorf("host: --kafka-client-auth %q: want %s, %s or %s", c.KafkaClientAuth, KafkaClientAuthNone, KafkaClientAuthRequest, KafkaClientAuthRequire)
+	}
+	if c.KafkaClientAuth != KafkaClientAuthNone && files == 0 {
+		return fmt.Errorf("host: --kafka-client-auth %s needs TLS (--tls-cert, --tls-key, --tls-ca)", c.KafkaClientAuth)
+	}
+	mechs, err := kafka.ParseSASLMechanisms(strings.Join(c.KafkaSASLMechanisms, ","))
+	if err != nil {
+		return fmt.Errorf("host: --kafka-sasl-mechanisms: %w", err)
+	}
+	c.KafkaSASLMechanisms = mechs
+	return nil
+}
+
+// kafkaClientAuth is c's tls.ClientAuthType.
+func (c *Config) kafkaClientAuth() tls.ClientAuthType {
+	switch c.KafkaClientAuth {
+	case KafkaClientAuthRequest:
+		return tls.VerifyClientCertIfGiven
+	case KafkaClientAuthRequire:
+		return tls.RequireAndVerifyClientCert
+	}
+	return tls.NoClientCert
+}
+
 // kafkaDefaults fills in and checks the Kafka listener settings of c
 // (called by withDefaults once c.Advertise is set).
 func (c *Config) kafkaDefaults() error {
+	if err := c.kafkaSecurityDefaults(); err != nil {
+		return err
+	}
 	switch c.KafkaListen {
 	case KafkaOff:
 		if c.KafkaAdvertise != "" {
@@ -119,6 +174,16 @@ func (h *Host) listenKafka() error {
 		}
 		return fmt.Errorf("host: --kafka-listen %s: %w", cfg.KafkaListen, err)
 	}
+	if cfg.TLSCert != "" {
+		r, err := tlsconf.NewReloader(tlsconf.Files{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.TLSCA}, h.logger.WithField("listener", "kafka"))
+		if err != nil {
+			if cerr := ln.Close(); cerr != nil {
+				h.logger.WithError(cerr).Debug("closing the Kafka listener")
+			}
+			return fmt.Errorf("host: Kafka listener TLS: %w", err)
+		}
+		h.tls = r
+	}
 	advertise := cfg.KafkaAdvertise
 	if ah, ap, err := net.SplitHostPort(advertise); err == nil && ap == "0" {
 		advertise = net.JoinHostPort(ah, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
@@ -140,6 +205,24 @@ func (h *Host) startKafka() error {
 		log: h.logger.WithField("component", "kafka-backend"),
 	}
 	admin := newKafkaAdmin(meta, h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, h.logger.WithField("component", "kafka-admin"))
+	var tlsCfg *tls.Config
+	if h.tls != nil {
+		tlsCfg = h.tls.ServerConfig(h.cfg.kafkaClientAuth())
+	}
+	var sasl kafka.SASLConfig
+	if len(h.cfg.KafkaSASLMechanisms) > 0 {
+		if h.store == nil {
+			return errors.New("host: Kafka SASL needs the metadata store")
+		}
+		users := &kafkaScram{cache: cluster.NewScramCache(h.store, 0)}
+		sasl = kafka.SASLConfig{Mechanisms: h.cfg.KafkaSASLMechanisms, Credentials: users, Users: users}
+		if tlsCfg == nil && slices.Contains(sasl.Mechanisms, kafka.MechanismPlain) {
+			h.logger.Warn("--kafka-sasl-mechanisms has PLAIN but the Kafka listener has no TLS: PLAIN is refused on plain-text connections")
+		}
+	}
+	h.logger.WithFields(logrus.Fields{
+		"tls": tlsCfg != nil, "client_auth": h.cfg.KafkaClientAuth, "sasl": h.cfg.KafkaSASLMechanisms,
+	}).Info("Kafka listener security")
 	srv, err := kafka.NewServer(kafka.Config{
 		Logger:         h.logger,
 		Backend:        meta,
@@ -150,6 +233,8 @@ func (h *Host) startKafka() error {
 		Topics: kafka.TopicSettings{
 			AutoCreate: h.cfg.AutoCreateTopics, NumPartitions: h.cfg.NumPartitions, ReplicationFactor: h.cfg.DefaultReplicationFactor,
 		},
+		TLS:  tlsCfg,
+		SASL: sasl,
 	})
 	if err != nil {
 		return fmt.Errorf("host: Kafka listener: %w", err)
@@ -377,4 +462,83 @@ func toClusterMetadata(md *broker.KafkaMetadata, log *logrus.Entry) *kafka.Clust
 		out.Topics = append(out.Topics, kt)
 	}
 	return out
+}
+
+// ReloadTLS re-reads the Kafka listener's TLS files (SIGHUP): new
+// connections use the new material, established ones keep theirs. On
+// error the current material stays. No TLS: nothing to do.
+func (h *Host) ReloadTLS() error {
+	if h.tls == nil {
+		return nil
+	}
+	if err := h.tls.Reload(); err != nil {
+		return fmt.Errorf("host: reload TLS: %w", err)
+	}
+	return nil
+}
+
+// kafkaScram serves the Kafka listener's SCRAM credentials from the
+// metadata store, through a read-through cache (cluster.ScramCache): a
+// change made on another host applies here within
+// cluster.DefaultScramCacheTTL, one made through this host at once.
+type kafkaScram struct {
+	cache *cluster.ScramCache
+}
+
+// ScramCredential implements kafka.Credentials.
+func (k *kafkaScram) ScramCredential(ctx context.Context, user string, mech kafka.ScramMechanism) (kafka.ScramCredential, bool, error) {
+	c, ok, err := k.cache.Credential(ctx, user, mech.String())
+	if err != nil || !ok {
+		return kafka.ScramCredential{}, false, err
+	}
+	return kafka.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true, nil
+}
+
+// DescribeScramUsers implements kafka.ScramUsers.
+func (k *kafkaScram) DescribeScramUsers(ctx context.Context, names []string) ([]kafka.ScramUserInfo, error) {
+	var users []cluster.ScramUser
+	if names == nil {
+		all, err := k.cache.Store().ListScramUsers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		users = all
+	} else {
+		for _, n := range names {
+			u, ok, err := k.cache.Store().GetScramUser(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				users = append(users, u)
+			}
+		}
+	}
+	out := make([]kafka.ScramUserInfo, 0, len(users))
+	for _, u := range users {
+		info := kafka.ScramUserInfo{Name: u.Name}
+		for _, m := range u.Mechanisms() {
+			mech, err := kafka.ParseScramMechanism(m)
+			if err != nil {
+				continue // validated on read: cannot happen
+			}
+			info.Credentials = append(info.Credentials, kafka.ScramCredentialInfo{Mechanism: mech, Iterations: u.Credentials[m].Iterations})
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// UpsertScramCredential implements kafka.ScramUsers.
+func (k *kafkaScram) UpsertScramCredential(ctx context.Context, user string, mech kafka.ScramMechanism, c kafka.ScramCredential) error {
+	return k.cache.Put(ctx, user, mech.String(), cluster.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey})
+}
+
+// DeleteScramCredential implements kafka.ScramUsers.
+func (k *kafkaScram) DeleteScramCredential(ctx context.Context, user string, mech kafka.ScramMechanism) error {
+	err := k.cache.Delete(ctx, user, mech.String())
+	if errors.Is(err, cluster.ErrUnknownScramUser) {
+		return fmt.Errorf("%w: %w", kafka.ErrUnknownScramUser, err)
+	}
+	return err
 }

@@ -70,6 +70,9 @@ type outcome struct {
 	// reason is its log key.
 	err    error
 	reason string
+	// closeAfter closes the connection once resp is written (a failed
+	// authentication).
+	closeAfter bool
 }
 
 // reply is a handler's answer: an outcome now, or one to wait for.

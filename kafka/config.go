@@ -5,6 +5,7 @@
 package kafka
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -92,6 +93,16 @@ type Config struct {
 	// connections: at most one per kind per LogEvery. Default
 	// DefaultLogEvery.
 	LogEvery time.Duration
+	// TLS, when set, makes the listener speak TLS only (tls.go): every
+	// accepted connection must complete a handshake within
+	// TLSHandshakeTimeout. With a verifying ClientAuth, a client
+	// certificate names the connection's principal. Nil: plain text.
+	TLS *tls.Config
+	// TLSHandshakeTimeout bounds a connection's TLS handshake. Default
+	// DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
+	// SASL enables SASL authentication (sasl.go). Zero: off.
+	SASL SASLConfig
 }
 
 // Kafka's defaults of the topic settings.
@@ -142,6 +153,12 @@ func (c Config) withDefaults() Config {
 	if c.LogEvery == 0 {
 		c.LogEvery = DefaultLogEvery
 	}
+	if c.TLSHandshakeTimeout == 0 {
+		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if c.SASL.LookupTimeout == 0 {
+		c.SASL.LookupTimeout = defaultSASLLookupTimeout
+	}
 	if c.Topics.NumPartitions == 0 {
 		c.Topics.NumPartitions = DefaultNumPartitions
 	}
@@ -172,8 +189,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: default.replication.factor %d: want at least 1", ErrBadConfig, c.Topics.ReplicationFactor)
 	case c.Topics.AutoCreate && c.Admin == nil:
 		return fmt.Errorf("%w: topic auto-creation needs an admin backend", ErrBadConfig)
+	case c.TLSHandshakeTimeout < 0:
+		return fmt.Errorf("%w: TLS handshake timeout %v: want positive", ErrBadConfig, c.TLSHandshakeTimeout)
 	}
-	return nil
+	return c.SASL.validate()
 }
 
 // Broker config keys reported by DescribeConfigs for the BROKER resource.

@@ -9,6 +9,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/actorlog/actorlog/internal/tlsconf"
 )
 
 // maxKeptWriteBuffer is the largest response buffer a connection keeps for
@@ -136,6 +139,16 @@ type conn struct {
 	// response written counts as activity for the idle timeout.
 	lastWrite atomic.Int64
 
+	// isTLS: nc is a *tls.Conn (Config.TLS), handshaken by the reader
+	// before its first read (tls.go).
+	isTLS bool
+	// sasl is the connection's authentication, nil when SASL is off. Only
+	// the reader goroutine touches it (sasl.go).
+	sasl *saslState
+	// principal is the authenticated principal, nil until there is one;
+	// handlers read it through PrincipalFrom on their context.
+	principal atomic.Pointer[tlsconf.Principal]
+
 	closeOnce sync.Once
 }
 
@@ -146,17 +159,20 @@ type slot struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{
+	c := &conn{
 		srv:    s,
 		nc:     nc,
 		br:     bufio.NewReaderSize(nc, connReadBuffer),
 		remote: nc.RemoteAddr().String(),
-		ctx:    ctx,
-		cancel: cancel,
 		tokens: make(chan struct{}, s.cfg.MaxInFlight),
 		queue:  make(chan slot, s.cfg.MaxInFlight),
 	}
+	_, c.isTLS = nc.(*tls.Conn)
+	if s.cfg.SASL.enabled() {
+		c.sasl = &saslState{}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, principalKey{}, &c.principal))
+	return c
 }
 
 // close closes the connection (once): its context is done, so the reader,
@@ -198,6 +214,9 @@ func (c *conn) refused(h *header, e *inputError) {
 func (c *conn) readLoop() {
 	defer c.srv.wg.Done()
 	defer c.close()
+	if c.isTLS && !c.handshake() {
+		return
+	}
 	for {
 		select {
 		case c.tokens <- struct{}{}:
@@ -214,6 +233,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		h, kreq, ierr := safeParse(c.srv.table, frame)
+		if ierr == nil && c.sasl != nil && !c.sasl.allowed(h.key) {
+			ierr = refuse(reasonAuthState, "%s before SASL authentication", kmsg.NameForKey(h.key))
+		}
 		if ierr != nil {
 			c.refused(&h, ierr)
 			return
@@ -222,6 +244,11 @@ func (c *conn) readLoop() {
 		rep := c.dispatch(r)
 		c.queued.Add(1)
 		c.queue <- slot{req: r, reply: rep}
+		if c.sasl != nil && c.sasl.stage == saslFailed {
+			// Read no more: the writer answers and closes (sasl.go).
+			<-c.ctx.Done()
+			return
+		}
 	}
 }
 
@@ -430,6 +457,9 @@ func (c *conn) writeLoop() {
 			c.lastWrite.Store(time.Now().UnixNano())
 			// Write returned, so nothing holds out any more.
 			buf = releaseFrame(out, large)
+		}
+		if o.closeAfter {
+			return
 		}
 		c.queued.Add(-1)
 		<-c.tokens

@@ -6,6 +6,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -156,6 +157,9 @@ func (s *Server) untrack(ln net.Listener) {
 // serveConn starts serving nc (closing it at once if the server is
 // closed).
 func (s *Server) serveConn(nc net.Conn) {
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS) // handshaken by the reader (tls.go)
+	}
 	c := newConn(s, nc)
 	s.mu.Lock()
 	if s.closed {

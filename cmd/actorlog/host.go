@@ -34,6 +34,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var endpoints, configFile string
 	var minSegmentBytes int64
 	var crashPoint string
+	var saslMechanisms string // --kafka-sasl-mechanisms
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
@@ -88,10 +89,27 @@ command line wins over the environment, which wins over the file.`,
 			defer stop()
 			// No deadline: a voter waits for its etcd quorum as Kafka
 			// brokers wait for their controllers (it logs while it waits).
+			if saslMechanisms != "" {
+				cfg.KafkaSASLMechanisms = strings.Split(saslMechanisms, ",")
+			}
 			h, err := host.Start(ctx, cfg)
 			if err != nil {
 				return err
 			}
+			// SIGHUP re-reads the TLS files (new Kafka connections use
+			// them; a failed reload keeps the current ones).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for range hup {
+					if err := h.ReloadTLS(); err != nil {
+						logger.WithError(err).Error("SIGHUP: TLS reload failed; keeping the current certificate")
+						continue
+					}
+					logger.Info("SIGHUP: TLS files reloaded")
+				}
+			}()
 			fenced := false
 			select {
 			case <-ctx.Done():
@@ -122,6 +140,14 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.HTTP, "http", "127.0.0.1:7080", "address of /healthz and /metrics (\"off\" to disable)")
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", host.DefaultKafkaListen,
 		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "",
+		"PEM certificate of this host (with --tls-key, --tls-ca: TLS on the Kafka listener for now; `actorlog certs init` makes them; SIGHUP reloads them)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM CA certificates that client certificates are verified against")
+	f.StringVar(&cfg.KafkaClientAuth, "kafka-client-auth", host.KafkaClientAuthNone,
+		"client certificates on the TLS Kafka listener: none, request (verified if sent; its CN names the principal) or require")
+	f.StringVar(&saslMechanisms, "kafka-sasl-mechanisms", "",
+		"SASL mechanisms Kafka clients must authenticate with, comma-separated: SCRAM-SHA-256,SCRAM-SHA-512,PLAIN (PLAIN only over TLS; empty: no SASL); users are managed with `actorlog users`")
 	f.StringVar(&cfg.KafkaAdvertise, "kafka-advertise", "",
 		"address Kafka clients reach --kafka-listen at (default --kafka-listen; on 0.0.0.0 the host of --advertise with the Kafka port)")
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", false,

@@ -38,6 +38,6 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.bootstrap, "bootstrap", "127.0.0.1:7070", "host addresses to bootstrap from (host:port[,host:port...])")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level (debug, info, warn, error; default info for host, warn otherwise)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g), newGroupsCmd(g), newCertsCmd(g))
+	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g), newGroupsCmd(g), newCertsCmd(g), newUsersCmd(g))
 	return root
 }
