@@ -289,6 +289,9 @@ func screenBatch(b *remote.MessageBatch, self string) (map[string]int, error) {
 			dropped[reason]++
 			continue
 		}
+		if aliasedType(b.TypeNames[e.TypeId]) {
+			e.SerializerId = aliasSerializerID // records not copied again (aliasdecode.go)
+		}
 		kept = append(kept, e)
 	}
 	clear(b.Envelopes[len(kept):])
