@@ -196,6 +196,10 @@ type Accumulator struct {
 
 	freeBatches  []*batch
 	freeBuilders []pooledBuilder
+	// freeBufs are delivered batches' bytes kept for new batches
+	// (Config.RecycleSent), freeBufBytes their capacity.
+	freeBufs     [][]byte
+	freeBufBytes int
 	// builderBytes is the capacity of every builder, open or free (see
 	// pooledBuilder): a builder that would take it past BufferMemory is
 	// dropped rather than kept for reuse.
@@ -436,7 +440,13 @@ func (a *Accumulator) takeOpen(p *partition) *batch {
 // close encodes p's open batch and queues it behind the batches already
 // closed (all older). The builder goes back to the free list.
 func (a *Accumulator) close(p *partition) {
-	bytes, err := p.open.b.Build()
+	var bytes []byte
+	var err error
+	if a.cfg.Compression == record.CompressionNone {
+		bytes, err = p.open.b.AppendBatch(a.batchBuffer(p.open.b.EstimatedSize()))
+	} else {
+		bytes, err = p.open.b.Build()
+	}
 	b := a.takeOpen(p)
 	if err != nil {
 		// Cannot happen: the codec was checked by NewAccumulator, the
@@ -624,6 +634,9 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 	}
 	out := make([]Delivery, len(b.reports))
 	a.stats.RecordsDelivered += uint64(len(b.reports))
+	if a.cfg.RecycleSent && b.attempts == 1 && a.cfg.Compression == record.CompressionNone {
+		a.recycleBuffer(b.bytes)
+	}
 	for i, r := range b.reports {
 		off := int64(-1)
 		if baseOffset >= 0 {
@@ -824,6 +837,33 @@ func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
 
 // release frees b's memory and recycles it. b must be in no queue and not
 // in flight.
+// batchBuffer returns an empty buffer of capacity at least size for a
+// batch's bytes: a recycled one (Config.RecycleSent) when one is large
+// enough, else a new one.
+func (a *Accumulator) batchBuffer(size int) []byte {
+	for i := len(a.freeBufs) - 1; i >= 0; i-- {
+		if buf := a.freeBufs[i]; cap(buf) >= size {
+			a.freeBufs[i] = a.freeBufs[len(a.freeBufs)-1]
+			a.freeBufs[len(a.freeBufs)-1] = nil
+			a.freeBufs = a.freeBufs[:len(a.freeBufs)-1]
+			a.freeBufBytes -= cap(buf)
+			return buf[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+// recycleBuffer keeps buf, a delivered batch's bytes, for a later batch,
+// while the kept buffers stay within an eighth of BufferMemory (4 MiB by
+// default: a few full batches, the ones a steady stream cycles through).
+func (a *Accumulator) recycleBuffer(buf []byte) {
+	if buf == nil || a.freeBufBytes+cap(buf) > a.cfg.BufferMemory/8 {
+		return
+	}
+	a.freeBufs = append(a.freeBufs, buf)
+	a.freeBufBytes += cap(buf)
+}
+
 func (a *Accumulator) release(b *batch) {
 	a.used -= b.size
 	a.pending -= len(b.reports)

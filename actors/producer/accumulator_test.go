@@ -911,3 +911,49 @@ func TestStatsCountSendsRetriesAndOutcomes(t *testing.T) {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
 }
+
+// TestRecycleSent: with RecycleSent, the bytes of a batch delivered after
+// one send carry a later batch; a batch sent twice, and any batch without
+// RecycleSent, never lends its bytes (an earlier send may still hold
+// them).
+func TestRecycleSent(t *testing.T) {
+	sendOne := func(a *Accumulator, i int) ReadyBatch {
+		t.Helper()
+		mustAppend(t, a, t0, tpA, i, 200)
+		rb := readyCopy(a, t0)
+		if len(rb) != 1 {
+			t.Fatalf("%d batches ready, want 1", len(rb))
+		}
+		return rb[0]
+	}
+	sameBuffer := func(x, y []byte) bool { return &x[:cap(x)][cap(x)-1] == &y[:cap(y)][cap(y)-1] }
+
+	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 1, RecycleSent: true})
+	first := sendOne(a, 1)
+	a.Complete(first.ID, 0, nil)
+	second := sendOne(a, 2)
+	if !sameBuffer(first.Bytes, second.Bytes) {
+		t.Fatal("a batch delivered after one send did not lend its bytes to the next")
+	}
+	if got := decode(t, second); string(got[0].Value) != string(value(2, 200)) {
+		t.Fatalf("recycled batch holds %q", got[0].Value)
+	}
+	// Sent twice: not reused.
+	a.Retry(second.ID, t0, errors.New("timeout"))
+	again := readyCopy(a, t0.Add(time.Hour))
+	if len(again) != 1 || !sameBuffer(again[0].Bytes, second.Bytes) {
+		t.Fatalf("retry sent %d batches, want the same bytes again", len(again))
+	}
+	a.Complete(again[0].ID, 1, nil)
+	third := sendOne(a, 3)
+	if sameBuffer(third.Bytes, second.Bytes) {
+		t.Fatal("the bytes of a batch sent twice were reused")
+	}
+
+	off := newAcc(t, Config{BatchSize: 100, MaxInFlight: 1})
+	b1 := sendOne(off, 1)
+	off.Complete(b1.ID, 0, nil)
+	if b2 := sendOne(off, 2); sameBuffer(b1.Bytes, b2.Bytes) {
+		t.Fatal("bytes reused without RecycleSent")
+	}
+}

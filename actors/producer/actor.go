@@ -223,6 +223,7 @@ func ActorProps(cfg ActorConfig) (*actor.Props, error) {
 	}
 	asked := cfg.Idempotence
 	var err error
+	cfg.Config.RecycleSent = cfg.Acks != messages.Acks_ACKS_NONE
 	if cfg.Config, err = cfg.Config.withAcks(cfg.Acks == messages.Acks_ACKS_ALL); err != nil {
 		return nil, fmt.Errorf("acks %v: %w", cfg.Acks, err)
 	}

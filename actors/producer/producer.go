@@ -206,6 +206,17 @@ type Config struct {
 	// produced at a low rate are not delayed by Linger, while under load,
 	// when requests are always in flight, batches still linger and fill.
 	LingerWhenIdle bool
+	// RecycleSent lets the accumulator reuse the bytes of an uncompressed
+	// batch for a later batch once Complete reports it delivered after a
+	// single send: the send's response came, so the request was encoded
+	// (or, to a replica in this process, appended) and nothing holds the
+	// bytes any more. A batch sent more than once is never reused (an
+	// earlier send may still wait in a queue). The producer actor sets it
+	// unless acks=0, where Complete comes before the request is even
+	// encoded. Reuse spares a fresh batch-sized allocation per batch
+	// (page faults and zeroing: a fifth of the client's CPU at 1 KiB
+	// records, issue 15).
+	RecycleSent bool
 	// Compression is the codec of every batch (default none).
 	Compression record.Compression
 	// MaxRequestSize bounds one record plus the batch header: larger
