@@ -22,6 +22,12 @@
 //	                                 (scram.go): JSON, salted keys only;
 //	                                 written by any host or the CLI with a
 //	                                 compare-and-swap, not fenced
+//	<prefix>acls/<RESOURCE>/<PATTERN>/<name>/<principal>/<host>/<OPERATION>/<PERMISSION>
+//	                                 one Kafka ACL binding (acl_store.go):
+//	                                 JSON acl.Binding; the key is derived
+//	                                 from the value (enums by Kafka name,
+//	                                 strings path-escaped), so adding a
+//	                                 binding twice writes one key; not fenced
 //
 // Host ids are written in decimal without padding (hosts/3, hosts/12): keys
 // are never relied on for ordering; ListHosts sorts by id. Topic names need
@@ -34,6 +40,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/actorlog/actorlog/internal/acl"
 )
 
 // DefaultPrefix is the key prefix used when none is configured.
@@ -115,4 +123,19 @@ func (k Keys) scramUserFromKey(key string) (string, error) {
 		return "", fmt.Errorf("%w: key %q: %v", ErrCorruptMetadata, key, err)
 	}
 	return name, nil
+}
+
+// ACLs is the prefix of the ACL binding keys.
+func (k Keys) ACLs() string { return k.prefix + "acls/" }
+
+// ACLsOf is the prefix of the ACL binding keys of one resource type.
+func (k Keys) ACLsOf(rt acl.ResourceType) string { return k.ACLs() + rt.String() + "/" }
+
+// ACL is the key of one binding: every field of it, the strings
+// path-escaped (no '/' left in them), so equal bindings have one key and
+// different ones different keys. The binding should be valid.
+func (k Keys) ACL(b acl.Binding) string {
+	return k.ACLsOf(b.Resource) + b.Pattern.String() + "/" + url.PathEscape(b.Name) + "/" +
+		url.PathEscape(b.Principal) + "/" + url.PathEscape(b.Host) + "/" +
+		b.Operation.String() + "/" + b.Permission.String()
 }

@@ -1,0 +1,153 @@
+// acl_mem.go holds MemACLStore, the in-memory ACLStore for tests, with
+// the semantics of Store's (validation, one entry per binding, key
+// order), and change notifications so an ACLCache follows it as it
+// follows etcd.
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/actorlog/actorlog/internal/acl"
+)
+
+// memACLKeys orders a MemACLStore's bindings as etcd orders Store's.
+var memACLKeys = NewKeys("")
+
+// MemACLStore is an in-memory ACLStore. Safe for concurrent use.
+type MemACLStore struct {
+	mu       sync.Mutex
+	bindings map[string]acl.Binding // by key
+	rev      int64                  // bumped by every change
+	notify   chan struct{}          // closed and replaced by every change
+	// Err, when set, fails every call with it (a store that does not
+	// answer). Set it before sharing the store.
+	Err error
+}
+
+// NewMemACLStore returns an empty MemACLStore.
+func NewMemACLStore() *MemACLStore {
+	return &MemACLStore{bindings: map[string]acl.Binding{}, notify: make(chan struct{})}
+}
+
+func (m *MemACLStore) check(ctx context.Context) error {
+	if m.Err != nil {
+		return m.Err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cluster: ACL store: %w", err)
+	}
+	return nil
+}
+
+// changedLocked records a change and wakes the watchers.
+func (m *MemACLStore) changedLocked() {
+	m.rev++
+	close(m.notify)
+	m.notify = make(chan struct{})
+}
+
+// AddACLs implements ACLStore.
+func (m *MemACLStore) AddACLs(ctx context.Context, bindings []acl.Binding) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	if err := validateBindings(bindings); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range bindings {
+		m.bindings[memACLKeys.ACL(b)] = b
+	}
+	if len(bindings) > 0 {
+		m.changedLocked() // etcd writes (and notifies) even when nothing is new
+	}
+	return nil
+}
+
+// ListACLs implements ACLStore.
+func (m *MemACLStore) ListACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
+	out, _, err := m.list(ctx, f)
+	return out, err
+}
+
+func (m *MemACLStore) list(ctx context.Context, f acl.Filter) ([]acl.Binding, int64, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]string, 0, len(m.bindings))
+	for k, b := range m.bindings {
+		if f.Matches(b) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]acl.Binding, len(keys))
+	for i, k := range keys {
+		out[i] = m.bindings[k]
+	}
+	return out, m.rev, nil
+}
+
+// DeleteACLs implements ACLStore.
+func (m *MemACLStore) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for k, b := range m.bindings {
+		if f.Matches(b) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]acl.Binding, len(keys))
+	for i, k := range keys {
+		out[i] = m.bindings[k]
+		delete(m.bindings, k)
+	}
+	if len(keys) > 0 {
+		m.changedLocked()
+	}
+	return out, nil
+}
+
+// listACLsRev implements aclWatcher.
+func (m *MemACLStore) listACLsRev(ctx context.Context) ([]acl.Binding, int64, error) {
+	return m.list(ctx, acl.Filter{})
+}
+
+// watchACLChanges implements aclWatcher.
+func (m *MemACLStore) watchACLChanges(ctx context.Context, fromRevision int64, changed chan<- struct{}) error {
+	for {
+		m.mu.Lock()
+		rev, notify := m.rev, m.notify
+		m.mu.Unlock()
+		if rev > fromRevision {
+			fromRevision = rev
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-notify:
+		}
+	}
+}
