@@ -84,13 +84,7 @@ func (m *MemACLStore) list(ctx context.Context, f acl.Filter) ([]acl.Binding, in
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	keys := make([]string, 0, len(m.bindings))
-	for k, b := range m.bindings {
-		if f.Matches(b) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
+	keys := m.matchingKeysLocked(f)
 	out := make([]acl.Binding, len(keys))
 	for i, k := range keys {
 		out[i] = m.bindings[k]
@@ -108,13 +102,7 @@ func (m *MemACLStore) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Bindi
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var keys []string
-	for k, b := range m.bindings {
-		if f.Matches(b) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
+	keys := m.matchingKeysLocked(f)
 	out := make([]acl.Binding, len(keys))
 	for i, k := range keys {
 		out[i] = m.bindings[k]
@@ -150,4 +138,17 @@ func (m *MemACLStore) watchACLChanges(ctx context.Context, fromRevision int64, c
 		case <-notify:
 		}
 	}
+}
+
+// matchingKeysLocked returns the keys of the bindings f matches, sorted
+// (the etcd store's order). Caller holds mu.
+func (m *MemACLStore) matchingKeysLocked(f acl.Filter) []string {
+	var keys []string
+	for k, b := range m.bindings {
+		if f.Matches(b) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

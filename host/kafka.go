@@ -500,14 +500,14 @@ func (k *kafkaScram) DescribeScramUsers(ctx context.Context, names []string) ([]
 	if names == nil {
 		all, err := k.cache.Store().ListScramUsers(ctx)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("host: list SCRAM users: %w", err)
 		}
 		users = all
 	} else {
 		for _, n := range names {
 			u, ok, err := k.cache.Store().GetScramUser(ctx, n)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("host: SCRAM user %q: %w", n, err)
 			}
 			if ok {
 				users = append(users, u)

@@ -98,24 +98,10 @@ func (aliasSerializer) Deserialize(typeName string, b []byte) (any, error) {
 	switch typeName {
 	case produceRequestName:
 		m := &messages.ProduceRequest{}
-		recs, err := unmarshalAliasing(b, m, produceRecordsNum)
-		if err != nil {
-			return nil, err
-		}
-		if recs != nil {
-			m.Records = recs
-		}
-		return m, nil
+		return m, unmarshalAliasing(b, m, produceRecordsNum, &m.Records)
 	case fetchResponseName:
 		m := &messages.FetchResponse{}
-		recs, err := unmarshalAliasing(b, m, fetchRecordsNum)
-		if err != nil {
-			return nil, err
-		}
-		if recs != nil {
-			m.Records = recs
-		}
-		return m, nil
+		return m, unmarshalAliasing(b, m, fetchRecordsNum, &m.Records)
 	case aliasProbeName:
 		return nil, errAliasProbe
 	}
@@ -131,23 +117,23 @@ func (aliasSerializer) GetTypeName(msg any) (string, error) {
 }
 
 // unmarshalAliasing decodes b into m as proto.Unmarshal does, except that
-// the bytes field numbered recordsNum is not decoded into m but returned
-// as a slice of b (the last occurrence, as proto3 keeps the last value of
-// a scalar field; nil when absent). The other fields, a few dozen bytes,
-// are copied out and decoded by proto.Unmarshal, so their validation
-// (UTF-8 strings, wire types) is protobuf's own. Input protowire cannot
-// split into fields is handed whole to proto.Unmarshal, for its error.
-func unmarshalAliasing(b []byte, m proto.Message, recordsNum protowire.Number) ([]byte, error) {
+// the bytes field numbered recordsNum (m's field *records) is set to a
+// slice of b rather than a copy (the last occurrence, as proto3 keeps the
+// last value of a scalar field). The other fields, a few dozen bytes, are
+// copied out and decoded by proto.Unmarshal, so their validation (UTF-8
+// strings, wire types) is protobuf's own. Input protowire cannot split
+// into fields is handed whole to proto.Unmarshal, for its error.
+func unmarshalAliasing(b []byte, m proto.Message, recordsNum protowire.Number, records *[]byte) error {
 	var recs []byte
 	rest := make([]byte, 0, 128)
 	for in := b; len(in) > 0; {
 		num, typ, n := protowire.ConsumeTag(in)
 		if n < 0 {
-			return nil, unmarshalWhole(b, m)
+			return unmarshalWhole(b, m)
 		}
 		v := protowire.ConsumeFieldValue(num, typ, in[n:])
 		if v < 0 {
-			return nil, unmarshalWhole(b, m)
+			return unmarshalWhole(b, m)
 		}
 		if num == recordsNum && typ == protowire.BytesType {
 			val, _ := protowire.ConsumeBytes(in[n:])
@@ -158,9 +144,12 @@ func unmarshalAliasing(b []byte, m proto.Message, recordsNum protowire.Number) (
 		in = in[n+v:]
 	}
 	if err := proto.Unmarshal(rest, m); err != nil {
-		return nil, fmt.Errorf("client: decode %s: %w", proto.MessageName(m), err)
+		return fmt.Errorf("client: decode %s: %w", proto.MessageName(m), err)
 	}
-	return recs, nil
+	if recs != nil {
+		*records = recs
+	}
+	return nil
 }
 
 func unmarshalWhole(b []byte, m proto.Message) error {
