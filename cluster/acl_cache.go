@@ -95,22 +95,32 @@ func (c *ACLCache) load(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// Add writes bindings to the store, then reloads.
+// Add writes bindings to the store, then reloads. A failed reload after
+// the write is logged, not returned: the change is made, and Run's watch
+// or poll applies it here too.
 func (c *ACLCache) Add(ctx context.Context, bindings []acl.Binding) error {
 	if err := c.store.AddACLs(ctx, bindings); err != nil {
 		return err
 	}
-	return c.Load(ctx)
+	c.reloadAfterChange(ctx)
+	return nil
 }
 
-// Delete deletes the bindings f matches from the store, then reloads. It
-// returns the deleted bindings (also when the reload fails).
+// Delete deletes the bindings f matches from the store, then reloads (a
+// failed reload logged, as for Add). It returns the deleted bindings.
 func (c *ACLCache) Delete(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
 	deleted, err := c.store.DeleteACLs(ctx, f)
 	if err != nil {
 		return deleted, err
 	}
-	return deleted, c.Load(ctx)
+	c.reloadAfterChange(ctx)
+	return deleted, nil
+}
+
+func (c *ACLCache) reloadAfterChange(ctx context.Context) {
+	if err := c.Load(ctx); err != nil {
+		c.logger.WithError(err).Warn("ACLs changed but not reloaded yet: the watch or the next poll applies the change")
+	}
 }
 
 // Run keeps the Authorizer current until ctx ends, then returns once its

@@ -71,10 +71,14 @@ type Config struct {
 	KafkaListen string
 	// TLSCert, TLSKey and TLSCA are PEM files of the host's certificate,
 	// its key and the CA peers are verified against (internal/tlsconf).
-	// For now they cover the Kafka listener only, which then speaks TLS
-	// only; later they will cover the other ports too. All three or none.
-	// SIGHUP reloads them (Host.ReloadTLS).
+	// They cover the Kafka listener, which then speaks TLS only, and
+	// with RemoteTLS the actor remote; later the other ports too. All
+	// three or none. SIGHUP reloads them (Host.ReloadTLS).
 	TLSCert, TLSKey, TLSCA string
+	// RemoteTLS puts the actor remote on TLS with TLSCert, which must then
+	// be a host certificate for Name (remotetls.go); every peer, host or
+	// client, must present a verified certificate.
+	RemoteTLS bool
 	// KafkaClientAuth is the Kafka listener's client-certificate policy
 	// with TLS: KafkaClientAuthNone (default), KafkaClientAuthRequest (a
 	// certificate, if sent, must verify and names the principal) or
@@ -85,6 +89,16 @@ type Config struct {
 	// SCRAM-SHA-512, PLAIN; PLAIN only over TLS). Empty: no SASL.
 	// Credentials are kept in the metadata store (`actorlog users`).
 	KafkaSASLMechanisms []string
+	// Authorizer says when the Kafka listener enforces ACLs
+	// (kafkaauthz.go): AuthorizerAuto (default: when clients must
+	// authenticate), AuthorizerACL (always) or AuthorizerNone.
+	Authorizer string
+	// SuperUsers may do anything whatever the ACLs say (Kafka's
+	// super.users), e.g. "User:admin".
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound allows a request on a resource no ACL
+	// names (Kafka's allow.everyone.if.no.acl.found). Off by default.
+	AllowEveryoneIfNoACLFound bool
 	// KafkaAdvertise is the address Kafka clients are told to reach this
 	// host at (its broker entry in Kafka Metadata; kept in its
 	// registration). Default KafkaListen; when KafkaListen is on every
@@ -433,12 +447,18 @@ type Host struct {
 	cleaner         *storage.Cleaner  // the log cleaner; nil until start made it
 	conns           *netlimit.Limiter // limits the connections of every listener
 	http            *http.Server
+	// aclStop stops following the Kafka ACLs (kafkaauthz.go); nil when
+	// they are not enforced.
+	aclStop func()
+	// remoteNames maps host ids to names for the TLS remote's guard
+	// (remotetls.go); nil without TLS on the remote.
+	remoteNames *hostNames
 	// kafkaLn is the bound Kafka listener (nil: none), served by kafka
 	// once the broker runs; kafkaAddr is its advertised address and
 	// clusterID the cluster id it reports (kafka.go).
 	kafkaLn   net.Listener
 	kafka     *kafka.Server
-	tls       *tlsconf.Reloader // the Kafka listener's TLS material; nil without TLS
+	tls       *tlsconf.Reloader // the Kafka listener's and remote's TLS material; nil without TLS
 	kafkaAddr string
 	clusterID string
 	broker    *actor.PID
@@ -513,8 +533,12 @@ func (h *Host) start(ctx context.Context) error {
 		h.logger.WithFields(logrus.Fields{"max_connections": cfg.MaxConnections, "reserved_for_connections": reserved}).
 			Warn("--max-connections is above the descriptors RLIMIT_NOFILE reserves for connections: raise the limit too, or a host holding its full partition capacity may run out of descriptors")
 	}
-	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, client.WithGuardLogger(h.logger.WithField("component", "remote-guard")),
-		client.WithConnectionLimiter(h.conns))
+	remoteTLS, err := h.remoteTLSOptions() // remotetls.go
+	if err != nil {
+		return err
+	}
+	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, append([]client.RemoteOption{client.WithGuardLogger(h.logger.WithField("component", "remote-guard")),
+		client.WithConnectionLimiter(h.conns)}, remoteTLS...)...)
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -537,6 +561,7 @@ func (h *Host) start(ctx context.Context) error {
 	if err := startMember(h.cluster); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
+	h.remoteNames.follow(h.store, h.logger.WithField("component", "remote-tls"))
 
 	h.metrics = NewMetrics()
 	h.metrics.Registry.MustRegister(newStateCollector(
@@ -866,6 +891,10 @@ func (h *Host) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("kafka listener: %w", err))
 		}
 	}
+	if h.aclStop != nil {
+		h.aclStop()
+	}
+	h.remoteNames.close()
 	if h.http != nil {
 		if err := h.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))

@@ -108,6 +108,9 @@ func (c *Config) kafkaDefaults() error {
 	if err := c.kafkaSecurityDefaults(); err != nil {
 		return err
 	}
+	if err := c.authorizerDefaults(); err != nil { // kafkaauthz.go
+		return err
+	}
 	switch c.KafkaListen {
 	case KafkaOff:
 		if c.KafkaAdvertise != "" {
@@ -220,8 +223,12 @@ func (h *Host) startKafka() error {
 			h.logger.Warn("--kafka-sasl-mechanisms has PLAIN but the Kafka listener has no TLS: PLAIN is refused on plain-text connections")
 		}
 	}
+	authz, acls, err := h.startACLs() // kafkaauthz.go
+	if err != nil {
+		return err
+	}
 	h.logger.WithFields(logrus.Fields{
-		"tls": tlsCfg != nil, "client_auth": h.cfg.KafkaClientAuth, "sasl": h.cfg.KafkaSASLMechanisms,
+		"tls": tlsCfg != nil, "client_auth": h.cfg.KafkaClientAuth, "sasl": h.cfg.KafkaSASLMechanisms, "acls": authz != nil,
 	}).Info("Kafka listener security")
 	srv, err := kafka.NewServer(kafka.Config{
 		Logger:         h.logger,
@@ -233,8 +240,11 @@ func (h *Host) startKafka() error {
 		Topics: kafka.TopicSettings{
 			AutoCreate: h.cfg.AutoCreateTopics, NumPartitions: h.cfg.NumPartitions, ReplicationFactor: h.cfg.DefaultReplicationFactor,
 		},
-		TLS:  tlsCfg,
-		SASL: sasl,
+		TLS:        tlsCfg,
+		SASL:       sasl,
+		ACLs:       acls,
+		Authorizer: authz,
+		OnDenied:   h.metrics.authorizationDenied,
 	})
 	if err != nil {
 		return fmt.Errorf("host: Kafka listener: %w", err)

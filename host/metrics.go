@@ -30,6 +30,8 @@ type Metrics struct {
 	// The log cleaner's.
 	cleanedBytes, cleanings, cleanerSeconds, tombstonesRemoved prometheus.Counter
 	dirtyRatio                                                 *prometheus.GaugeVec
+	// denied counts Kafka requests refused by the ACLs (kafkaauthz.go).
+	denied *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors (and Go/process collectors) in a new
@@ -76,6 +78,8 @@ func NewMetrics() *Metrics {
 			Name: "actorlog_log_dirty_ratio", Help: "Dirty share of the cleanable closed segments of each compacted partition replica here, as the cleaner last saw it.",
 		}, []string{"topic", "partition"}),
 	}
+	m.denied = newDeniedCounter()
+	r.MustRegister(m.denied)
 	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset, m.restarts,
 		m.cleanedBytes, m.cleanings, m.cleanerSeconds, m.tombstonesRemoved, m.dirtyRatio,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))

@@ -57,6 +57,9 @@ type request struct {
 	kreq kmsg.Request
 	// api is the request's table entry.
 	api *api
+	// noAutoCreate: the principal may not create every topic a Metadata
+	// request names, so none is auto-created (authorize.go).
+	noAutoCreate bool
 }
 
 // outcome is what is written for one request.

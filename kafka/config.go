@@ -13,6 +13,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/actorlog/actorlog/internal/acl"
 )
 
 // Defaults of the limits, Kafka's where Kafka has one.
@@ -103,6 +105,20 @@ type Config struct {
 	TLSHandshakeTimeout time.Duration
 	// SASL enables SASL authentication (sasl.go). Zero: off.
 	SASL SASLConfig
+	// ACLs answers the ACL APIs (DescribeAcls, CreateAcls, DeleteAcls;
+	// acls.go). Optional: when nil those APIs are neither advertised nor
+	// served.
+	ACLs ACLBackend
+	// Authorizer, when set, authorizes every request by the connection's
+	// principal before its handler runs (authorize.go). Nil: every request
+	// is allowed, as in Kafka without an authorizer.
+	Authorizer Authorizer
+	// AuditEvery is how often a refusal of one principal, operation and
+	// resource is logged. Default DefaultAuditEvery.
+	AuditEvery time.Duration
+	// OnDenied, when set, is called for every refused operation (for a
+	// metric); it must not block.
+	OnDenied func(op acl.Operation, res acl.ResourceType)
 }
 
 // Kafka's defaults of the topic settings.
@@ -152,6 +168,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LogEvery == 0 {
 		c.LogEvery = DefaultLogEvery
+	}
+	if c.AuditEvery == 0 {
+		c.AuditEvery = DefaultAuditEvery
 	}
 	if c.TLSHandshakeTimeout == 0 {
 		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout

@@ -156,6 +156,9 @@ type conn struct {
 type slot struct {
 	req   *request
 	reply reply
+	// fix completes the response of a request its gate narrowed
+	// (authorize.go).
+	fix func(kmsg.Response)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -241,9 +244,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		r := &request{header: h, kreq: kreq, api: c.srv.table.lookup(h.key)}
-		rep := c.dispatch(r)
+		rep, fix := c.dispatch(r)
 		c.queued.Add(1)
-		c.queue <- slot{req: r, reply: rep}
+		c.queue <- slot{req: r, reply: rep, fix: fix}
 		if c.sasl != nil && c.sasl.stage == saslFailed {
 			// Read no more: the writer answers and closes (sasl.go).
 			<-c.ctx.Done()
@@ -395,17 +398,27 @@ func (c *conn) ended(err error) *inputError {
 // dispatch starts serving r and returns its reply. It runs on the reader
 // goroutine; a panicking handler closes the connection (after the earlier
 // responses) with a log line instead of taking the host down.
-func (c *conn) dispatch(r *request) (rep reply) {
+//
+// With an authorizer, the request first passes its API's gate
+// (authorize.go), which may answer it or narrow it; fix then completes
+// the handler's response.
+func (c *conn) dispatch(r *request) (rep reply, fix func(kmsg.Response)) {
 	defer func() {
 		if p := recover(); p != nil {
-			rep = failed(reasonPanic, fmt.Errorf("%s v%d handler panicked: %v\n%s", r.api.name, r.version, p, debug.Stack()))
+			rep, fix = failed(reasonPanic, fmt.Errorf("%s v%d handler panicked: %v\n%s", r.api.name, r.version, p, debug.Stack())), nil
 		}
 	}()
 	a := r.api
 	if r.version >= a.advertisedMin && r.version <= a.advertisedMax && (r.version < a.servedMin || r.version > a.servedMax) {
-		return respond(a.unsupported(r))
+		return respond(a.unsupported(r)), nil
 	}
-	return a.handle(c, r)
+	if c.srv.audit != nil {
+		var answered *reply
+		if fix, answered = c.authorize(r); answered != nil {
+			return *answered, nil
+		}
+	}
+	return a.handle(c, r), fix
 }
 
 // writeLoop writes each request's response in request order, waiting for
@@ -428,6 +441,9 @@ func (c *conn) writeLoop() {
 			case <-c.ctx.Done():
 				return
 			}
+		}
+		if s.fix != nil && o.err == nil && o.resp != nil && o.resp.Key() == s.req.key {
+			s.fix(o.resp)
 		}
 		if o.err == nil && !o.none && (o.resp == nil || o.resp.Key() != s.req.key) {
 			o = outcome{reason: reasonHandler, err: fmt.Errorf("%s v%d handler returned %T for the response", s.req.api.name, s.req.version, o.resp)}

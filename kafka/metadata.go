@@ -31,8 +31,9 @@
 //     Kafka does; later versions list them all and offline replicas (v5+).
 //   - Leader epochs (v7+) pass through: the Backend keeps them monotonic.
 //   - Authorized operations (topics v8+, cluster v8-10) are every
-//     operation when asked for: there is no authorizer yet, as in Kafka
-//     without one.
+//     operation when asked for, as in Kafka without an authorizer; with
+//     Config.Authorizer, what the principal may do, and topics it may not
+//     describe are hidden or refused (authorize.go).
 //   - A Backend error closes the connection (a local fault; the client
 //     reconnects and asks again).
 //
@@ -64,6 +65,9 @@ func init() {
 func handleMetadata(c *conn, r *request) reply {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	q := metadataQuery(req)
+	if r.noAutoCreate {
+		q.AllowAutoCreate = false
+	}
 	return c.async(r, func(ctx context.Context) (kmsg.Response, error) {
 		md, err := c.srv.cfg.Backend.Metadata(ctx, q)
 		if err != nil {

@@ -227,10 +227,12 @@ var decoySecret = func() []byte {
 // reasonAuth and reasonTLS key the log lines about failed
 // authentications and TLS handshakes.
 const (
-	reasonAuth       = "sasl_authentication_failed"
-	reasonAuthState  = "sasl_illegal_state"
-	reasonTLS        = "tls_handshake_failed"
-	reasonAuthLookup = "sasl_lookup_failed"
+	reasonAuth      = "sasl_authentication_failed"
+	reasonAuthState = "sasl_illegal_state"
+	// reasonAuthorization: a refused acks=0 Produce (authorize.go).
+	reasonAuthorization = "not_authorized"
+	reasonTLS           = "tls_handshake_failed"
+	reasonAuthLookup    = "sasl_lookup_failed"
 )
 
 // authFailedMessage is the one message of every failed authentication.

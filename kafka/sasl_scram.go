@@ -253,7 +253,11 @@ func (s *scramServer) final(b []byte) (string, error) {
 	if channel != "biws" { // base64("n,,")
 		return "", fmt.Errorf("%w: channel binding is not supported", errScramProtocol)
 	}
-	if nonce != s.nonce {
+	// Kafka's ScramSaslServer accepts a nonce that ends with the
+	// server's, and librdkafka relies on it: it sends its own nonce
+	// again before the combined one. The server's random part is still
+	// required, so a replayed exchange does not verify.
+	if !strings.HasSuffix(nonce, s.nonce) {
 		return "", fmt.Errorf("%w: nonce differs from the server's", errScramProtocol)
 	}
 	h := s.mech.hash()

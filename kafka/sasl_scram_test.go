@@ -201,6 +201,9 @@ type scramClient struct {
 	t    *testing.T
 	c    net.Conn
 	corr int32
+	// finalNonce, when set, turns the server's combined nonce into the
+	// one the client-final-message carries.
+	finalNonce func(combined string) string
 }
 
 func (s *scramClient) roundTrip(req kmsg.Request, resp kmsg.Response) {
@@ -284,6 +287,9 @@ func (s *scramClient) scram(mech ScramMechanism, user, pass string) (first, fina
 	clientKey := hmacSum(h, salted, []byte("Client Key"))
 	st := h()
 	st.Write(clientKey)
+	if s.finalNonce != nil {
+		nonce = s.finalNonce(nonce)
+	}
 	withoutProof := "c=biws,r=" + nonce
 	auth := []byte(bare + "," + serverFirst + "," + withoutProof)
 	sig := hmacSum(h, st.Sum(nil), auth)
@@ -339,6 +345,22 @@ func TestSASLScramRawExchange(t *testing.T) {
 		})
 	}
 	ts.waitLog(t, reasonAuth)
+
+	// librdkafka repeats its own nonce before the combined one; Kafka
+	// accepts a nonce ending with the server's, so we do. One without
+	// the server's random part is refused.
+	t.Run("librdkafka nonce", func(t *testing.T) {
+		s := &scramClient{t: t, c: ts.dial(t), finalNonce: func(n string) string { return "clientnonce123" + n }}
+		if _, final := s.scram(ScramSHA512, "alice", "s3cret"); final == nil || final.ErrorCode != 0 {
+			t.Fatalf("final answer %+v, want success", final)
+		}
+	})
+	t.Run("nonce without the server's part", func(t *testing.T) {
+		s := &scramClient{t: t, c: ts.dial(t), finalNonce: func(string) string { return "clientnonce123" }}
+		if _, final := s.scram(ScramSHA512, "alice", "s3cret"); final == nil || final.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("final answer %+v, want SASL_AUTHENTICATION_FAILED", final)
+		}
+	})
 
 	t.Run("unknown user salt is stable", func(t *testing.T) {
 		salts := map[string]bool{}

@@ -14,8 +14,8 @@
 // iterations outside 4096-16384 or an empty salt/salted password:
 // UNACCEPTABLE_CREDENTIAL; unknown mechanism: UNSUPPORTED_SASL_MECHANISM;
 // a (user, mechanism) twice: DUPLICATE_RESOURCE. Deleting a credential
-// that does not exist: RESOURCE_NOT_FOUND. Until ACLs exist any
-// authenticated client may alter credentials.
+// that does not exist: RESOURCE_NOT_FOUND. With Config.Authorizer,
+// Describe needs DESCRIBE and Alter ALTER on the cluster (authorize.go).
 //
 // Error codes: RESOURCE_NOT_FOUND (91), DUPLICATE_RESOURCE (92),
 // UNACCEPTABLE_CREDENTIAL (93), UNSUPPORTED_SASL_MECHANISM (33),

@@ -42,6 +42,9 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 
+	// audit logs refused requests; nil without an authorizer.
+	audit *auditLog
+
 	// wg counts every goroutine the server started: readers, writers and
 	// asynchronous handlers. Close waits for it.
 	wg sync.WaitGroup
@@ -64,6 +67,13 @@ func NewServer(cfg Config) (*Server, error) {
 		conns:     map[*conn]struct{}{},
 	}
 	s.limiter.Every = cfg.LogEvery
+	if cfg.Authorizer != nil {
+		if err := checkGates(s.table); err != nil {
+			cancel()
+			return nil, err
+		}
+		s.audit = &auditLog{log: s.log.WithField("audit", "authorization"), every: cfg.AuditEvery, onDenied: cfg.OnDenied}
+	}
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -38,6 +40,12 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Entry
+	// TLS, when set, makes the client's remote speak TLS with this
+	// certificate (remotetls.go): to hosts, which then know the client as
+	// its principal (User:<CN>), and on its own endpoint, where it
+	// requires and verifies the certificates of the hosts answering it.
+	// Needed to reach hosts whose remote runs with TLS.
+	TLS *tlsconf.Reloader
 }
 
 // Client is a connection to a cluster. Safe for concurrent use.
@@ -55,15 +63,15 @@ type Client struct {
 	coordinators coordinatorCache
 }
 
-// New starts the client's actor system and remote endpoint. It does not
-// contact the cluster; the first request does.
-func New(cfg Config) (*Client, error) {
+// withDefaults checks the bootstrap addresses and fills in the request
+// timeout and the logger.
+func (cfg *Config) withDefaults() error {
 	if len(cfg.Bootstrap) == 0 {
-		return nil, errors.New("client: empty bootstrap list")
+		return errors.New("client: empty bootstrap list")
 	}
 	for _, a := range cfg.Bootstrap {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("client: bootstrap address %q: %w", a, err)
+			return fmt.Errorf("client: bootstrap address %q: %w", a, err)
 		}
 	}
 	if cfg.RequestTimeout <= 0 {
@@ -72,13 +80,26 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
+	return nil
+}
+
+// New starts the client's actor system and remote endpoint. It does not
+// contact the cluster; the first request does.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = net.JoinHostPort(localIPFor(cfg.Bootstrap[0]), "0")
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return NewSlogLogger(cfg.Logger.WithField("component", "protoactor"))
 	}))
-	rc, err := RemoteConfig(cfg.Listen, "", WithGuardLogger(cfg.Logger.WithField("component", "remote-guard")))
+	ropts := []RemoteOption{WithGuardLogger(cfg.Logger.WithField("component", "remote-guard"))}
+	if cfg.TLS != nil {
+		ropts = append(ropts, WithTLS(cfg.TLS, tls.RequireAndVerifyClientCert))
+	}
+	rc, err := RemoteConfig(cfg.Listen, "", ropts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

@@ -1,7 +1,8 @@
 // remote.go: the protoactor remote settings every actorlog process uses,
 // host or client (DESIGN §8): gRPC message limits well above the largest
 // request, a small endpoint-writer batch, insecure transport credentials
-// (set explicitly, because WithDialOptions replaces protoactor's defaults),
+// (set explicitly, because WithDialOptions replaces protoactor's defaults)
+// or TLS both ways (WithTLS, remotetls.go),
 // the remote guard's interceptors (remoteguard.go, DESIGN §10), the
 // connection limits and stream and keepalive bounds of the gRPC server
 // (issue 11), and a Start that reports a listen failure as an error
@@ -65,6 +66,8 @@ type RemoteOption func(*remoteOptions)
 type remoteOptions struct {
 	guardLogger *logrus.Entry
 	limiter     *netlimit.Limiter
+	tls         *remoteTLS                 // WithTLS; nil: plain text
+	hostNames   func(int32) (string, bool) // WithHostNames
 }
 
 // WithConnectionLimiter counts the remote server's connections against
@@ -90,7 +93,8 @@ func WithGuardLogger(log *logrus.Entry) RemoteOption {
 // credentials, since protoactor creates the listener itself and takes
 // only server options; streams per connection, handshake time and idle
 // connections are bounded (the constants above), and a message may be at
-// most MaxWireMessage.
+// most MaxWireMessage. With WithTLS the server and the connections it
+// dials speak TLS (remotetls.go); an invalid TLS setting is an error.
 func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Config, error) {
 	var ro remoteOptions
 	for _, o := range options {
@@ -112,6 +116,15 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 		self = listen
 	}
 	guard := newRemoteGuard(ro.guardLogger, self)
+	guard.hostName = ro.hostNames
+	serverCreds, dialCreds := insecure.NewCredentials(), insecure.NewCredentials()
+	if ro.tls != nil {
+		if err := ro.tls.validate(); err != nil {
+			return nil, fmt.Errorf("remote %s: %w", listen, err)
+		}
+		guard.tls = true
+		serverCreds, dialCreds = ro.tls.serverCredentials(), ro.tls.dialCredentials()
+	}
 	if ro.limiter == nil {
 		total := netlimit.HostMaxConnections()
 		if ro.limiter, err = netlimit.New(netlimit.Limits{MaxConnections: total, MaxConnectionsPerIP: netlimit.DefaultMaxConnectionsPerIP(total)}, ro.guardLogger); err != nil {
@@ -122,7 +135,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 		remote.WithServerOptions(
 			grpc.MaxRecvMsgSize(MaxWireMessage), grpc.MaxSendMsgSize(MaxWireMessage),
 			grpc.ChainUnaryInterceptor(guard.unary), grpc.ChainStreamInterceptor(guard.stream),
-			grpc.Creds(ro.limiter.Credentials("remote", insecure.NewCredentials())),
+			grpc.Creds(ro.limiter.Credentials("remote", serverCreds)),
 			grpc.MaxConcurrentStreams(MaxConcurrentStreams),
 			grpc.ConnectionTimeout(ConnectionTimeout),
 			grpc.KeepaliveParams(keepalive.ServerParameters{
@@ -131,7 +144,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
 		),
 		remote.WithDialOptions(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(dialCreds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage)),
 		),
 		remote.WithEndpointWriterBatchSize(64),

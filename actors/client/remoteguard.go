@@ -26,6 +26,11 @@
 //         good messages when one of its envelopes is refused (a remote
 //         Watch, say); the lookup tables stay as they are, so the remaining
 //         indexes keep their meaning.
+//         The envelopes kept then go through authorizeBatch
+//         (remoteauth.go): with TLS, host-only requests from a principal
+//         that may not send them are removed too, and every envelope
+//         left is stamped with the connection's principal
+//         (PrincipalHeader, remotetls.go).
 //       - ConnectRequest: the first ServerConnection of a stream goes
 //         through (strings beyond the limits end the stream with
 //         InvalidArgument); repeats and other connection types are skipped.
@@ -64,6 +69,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/tlsconf"
 )
 
 // Limits on one message of the Receive stream; a message beyond them ends
@@ -336,6 +342,12 @@ type remoteGuard struct {
 	log   *logrus.Entry
 	limit *netlimit.LogLimiter
 	self  string // this process's advertised address; "" when unknown
+	// tls: the server speaks TLS only, so connections' principals are
+	// verified and host-only requests are enforced (remoteauth.go).
+	tls bool
+	// hostName maps a host id to its name for the host-only checks; nil:
+	// ids are not checked (WithHostNames).
+	hostName func(int32) (string, bool)
 }
 
 func newRemoteGuard(log *logrus.Entry, self string) *remoteGuard {
@@ -371,9 +383,25 @@ func (g *remoteGuard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		}
 	}()
 	if info.FullMethod == receiveMethod {
-		ss = &guardedStream{ServerStream: ss, guard: g, method: info.FullMethod}
+		ss = g.guardStream(ss, info.FullMethod)
 	}
 	return handler(srv, ss)
+}
+
+// guardStream wraps a Receive stream: its messages are screened, and
+// stamped with the principal of the stream's connection (anonymous
+// without TLS, whatever the connection claims).
+func (g *remoteGuard) guardStream(ss grpc.ServerStream, method string) *guardedStream {
+	p := anonymous
+	if g.tls {
+		if pe, ok := peer.FromContext(ss.Context()); ok {
+			p = connPrincipal(pe.AuthInfo)
+		}
+	}
+	return &guardedStream{
+		ServerStream: ss, guard: g, method: method, principal: p,
+		header: &remote.MessageHeader{HeaderData: map[string]string{PrincipalHeader: p.String()}},
+	}
 }
 
 // recovered counts and logs a handler panic and returns the status the
@@ -419,6 +447,10 @@ type guardedStream struct {
 	guard     *remoteGuard
 	method    string
 	connected bool
+	// principal is the connection's; header, {PrincipalHeader: principal},
+	// is shared by the stream's envelopes that carry no other header.
+	principal tlsconf.Principal
+	header    *remote.MessageHeader
 }
 
 // RecvMsg receives the next message worth passing to the endpoint reader,
@@ -454,11 +486,17 @@ func (s *guardedStream) screen(rm *remote.RemoteMessage) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		for reason, n := range authorizeBatch(t.MessageBatch, s.principal, s.header, s.guard.tls, s.guard.hostName) {
+			if dropped == nil {
+				dropped = make(map[string]int)
+			}
+			dropped[reason] += n
+		}
 		if len(dropped) > 0 {
 			guardCounters.droppedBatches.Add(1)
 			for reason, n := range dropped {
 				guardCounters.droppedEnvelopes.Add(uint64(n))
-				s.guard.report(s.Context(), logrus.WarnLevel, reason, logrus.Fields{"method": s.method, "envelopes": n})
+				s.guard.report(s.Context(), logrus.WarnLevel, reason, logrus.Fields{"method": s.method, "envelopes": n, "principal": s.principal.String()})
 			}
 		}
 		if len(t.MessageBatch.Envelopes) == 0 {

@@ -216,7 +216,7 @@ func TestGuardedStream(t *testing.T) {
 		batch(testBatch(&remote.MessageEnvelope{})),
 	}}
 	before := RemoteGuardStats()
-	gs := &guardedStream{ServerStream: fs, guard: quietGuard(), method: receiveMethod}
+	gs := quietGuard().guardStream(fs, receiveMethod)
 	var got remote.RemoteMessage
 	if err := gs.RecvMsg(&got); err != nil || !proto.Equal(&got, server) {
 		t.Fatalf("first message %v, %v; want the server connect request", &got, err)

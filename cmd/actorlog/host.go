@@ -35,6 +35,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var minSegmentBytes int64
 	var crashPoint string
 	var saslMechanisms string // --kafka-sasl-mechanisms
+	var superUsers string     // --super-users
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
@@ -92,6 +93,9 @@ command line wins over the environment, which wins over the file.`,
 			if saslMechanisms != "" {
 				cfg.KafkaSASLMechanisms = strings.Split(saslMechanisms, ",")
 			}
+			if superUsers != "" {
+				cfg.SuperUsers = strings.Split(superUsers, ",")
+			}
 			h, err := host.Start(ctx, cfg)
 			if err != nil {
 				return err
@@ -141,13 +145,21 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", host.DefaultKafkaListen,
 		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "",
-		"PEM certificate of this host (with --tls-key, --tls-ca: TLS on the Kafka listener for now; `actorlog certs init` makes them; SIGHUP reloads them)")
+		"PEM certificate of this host (with --tls-key, --tls-ca: TLS on the Kafka listener, and on the actor remote with --remote-tls; `actorlog certs init` makes them; SIGHUP reloads them)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.BoolVar(&cfg.RemoteTLS, "remote-tls", false,
+		"the actor remote (host<->host, client<->host) speaks TLS with --tls-cert and requires a verified certificate of every peer (clients then need one too); --tls-cert must be a host certificate for --name")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM CA certificates that client certificates are verified against")
 	f.StringVar(&cfg.KafkaClientAuth, "kafka-client-auth", host.KafkaClientAuthNone,
 		"client certificates on the TLS Kafka listener: none, request (verified if sent; its CN names the principal) or require")
 	f.StringVar(&saslMechanisms, "kafka-sasl-mechanisms", "",
 		"SASL mechanisms Kafka clients must authenticate with, comma-separated: SCRAM-SHA-256,SCRAM-SHA-512,PLAIN (PLAIN only over TLS; empty: no SASL); users are managed with `actorlog users`")
+	f.StringVar(&cfg.Authorizer, "authorizer", host.AuthorizerAuto,
+		"when the Kafka listener enforces ACLs (`actorlog acls`): auto (when clients must authenticate: SASL or --kafka-client-auth require), acl (always; unauthenticated clients are User:ANONYMOUS) or none")
+	f.StringVar(&superUsers, "super-users", "",
+		"principals that may do anything whatever the ACLs say, comma-separated, e.g. User:admin (Kafka's super.users)")
+	f.BoolVar(&cfg.AllowEveryoneIfNoACLFound, "allow-everyone-if-no-acl-found", false,
+		"with ACLs enforced, allow a request on a resource that no ACL names (Kafka's allow.everyone.if.no.acl.found)")
 	f.StringVar(&cfg.KafkaAdvertise, "kafka-advertise", "",
 		"address Kafka clients reach --kafka-listen at (default --kafka-listen; on 0.0.0.0 the host of --advertise with the Kafka port)")
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", false,

@@ -1,7 +1,10 @@
 // kafka_kgosuite_e2e_test.go: franz-go's own kgo integration tests against
 // actorlog host processes (issue 13, row 8). franz-go tests its client
-// against real Kafka with these; here they run against one host and
-// against a three-host cluster, on the allowlist kept in
+// against real Kafka with these; here they run against a three-host
+// cluster (and, with ACTORLOG_KGO_ONE_HOST=1, also against one host: CI
+// leaves that run out for time, ~70 s, since the three-host run covers
+// the same requests with replication and leaders spread over hosts), on
+// the allowlist kept in
 // testdata/kgo-suite.txt, where every test left out is listed with the
 // reason. A listed test must pass: one that skips itself or does not run
 // at all fails the check, so the allowlist cannot silently go stale when
@@ -34,6 +37,9 @@ func TestKgoIntegrationSuite(t *testing.T) {
 	t.Logf("kgo suite: %d tests to pass, %d excluded", len(run), len(excluded))
 
 	t.Run("OneHost", func(t *testing.T) {
+		if os.Getenv("ACTORLOG_KGO_ONE_HOST") == "" {
+			t.Skip("set ACTORLOG_KGO_ONE_HOST=1 to run franz-go's suite against one host too")
+		}
 		_, kafkaAddr := startKafkaHost(t, kgoSuiteHostFlags...)
 		runKgoSuite(t, []string{kafkaAddr}, 1, run)
 	})

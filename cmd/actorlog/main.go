@@ -22,6 +22,7 @@ type globals struct {
 	bootstrap string
 	logLevel  string
 	logFormat string
+	remoteTLS remoteTLSFlags // remotetls.go
 }
 
 func newRoot() *cobra.Command {
@@ -38,6 +39,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.bootstrap, "bootstrap", "127.0.0.1:7070", "host addresses to bootstrap from (host:port[,host:port...])")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level (debug, info, warn, error; default info for host, warn otherwise)")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g), newGroupsCmd(g), newCertsCmd(g), newUsersCmd(g))
+	g.remoteTLS.register(root.PersistentFlags())
+	root.AddCommand(newHostCmd(g), newTopicsCmd(g), newConsumeCmd(g), newProduceCmd(g), newPerfCmd(g), newClusterCmd(g), newGroupsCmd(g), newCertsCmd(g), newUsersCmd(g), newACLsCmd(g))
 	return root
 }

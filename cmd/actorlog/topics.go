@@ -36,7 +36,12 @@ func (g *globals) connect() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(client.Config{Bootstrap: strings.Split(g.bootstrap, ","), Logger: logrus.NewEntry(logger)})
+	log := logrus.NewEntry(logger)
+	tlsr, err := g.remoteTLS.reloader(log)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(client.Config{Bootstrap: strings.Split(g.bootstrap, ","), Logger: log, TLS: tlsr})
 }
 
 func parseConfigs(kvs []string) (map[string]string, error) {

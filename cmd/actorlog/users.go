@@ -14,6 +14,9 @@
 //
 // Hosts cache credentials for a few seconds (cluster.DefaultScramCacheTTL):
 // a change is seen by every host within that time.
+//
+// The connection flags (adminFlags) and withAdminConn are shared with
+// `actorlog acls` (acls.go).
 
 package main
 
@@ -32,6 +35,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,11 +65,12 @@ type userAdmin interface {
 	upsert(ctx context.Context, name string, mech kafka.ScramMechanism, password string, iterations int32) error
 	remove(ctx context.Context, name string, mech kafka.ScramMechanism) error
 	list(ctx context.Context, names ...string) ([]userRow, error)
-	close()
 }
 
-// usersFlags are the connection flags of `users`.
-type usersFlags struct {
+// adminFlags are the flags of `users` and `acls` that reach the cluster:
+// a host's Kafka listener (and how to authenticate to it), or the
+// metadata store.
+type adminFlags struct {
 	bootstrap     string
 	etcdEndpoints string
 	saslMechanism string
@@ -78,7 +83,7 @@ type usersFlags struct {
 }
 
 func newUsersCmd(g *globals) *cobra.Command {
-	var uf usersFlags
+	var uf adminFlags
 	cmd := &cobra.Command{
 		Use:   "users",
 		Short: "Add, remove and list the SCRAM users of the Kafka listener",
@@ -89,16 +94,7 @@ as it requires); with --etcd-endpoints straight in the metadata store, which
 is how the first user of a cluster requiring SASL is added. Only salted
 keys are stored, never the password.`,
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&uf.bootstrap, "kafka-bootstrap", host.DefaultKafkaListen, "Kafka listener of a host")
-	pf.StringVar(&uf.etcdEndpoints, "etcd-endpoints", "", "write straight to the metadata store at these etcd client URLs instead (bootstrap of the first user)")
-	pf.StringVar(&uf.saslMechanism, "sasl-mechanism", kafka.MechanismScramSHA512, "SASL mechanism to authenticate to the listener with, when --sasl-user is set: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
-	pf.StringVar(&uf.saslUser, "sasl-user", "", "user to authenticate to the listener as (none: no SASL)")
-	pf.StringVar(&uf.saslPassword, "sasl-password", "", "password of --sasl-user (also ACTORLOG_SASL_PASSWORD)")
-	pf.StringVar(&uf.tlsCA, "tls-ca", "", "PEM CA certificates to verify the listener with (set: connect with TLS)")
-	pf.StringVar(&uf.tlsCert, "tls-cert", "", "PEM client certificate, for a listener that requires one")
-	pf.StringVar(&uf.tlsKey, "tls-key", "", "PEM key of --tls-cert")
-	pf.StringVar(&uf.tlsServerName, "tls-server-name", "", "name to verify the listener's certificate against (default: the host of --kafka-bootstrap)")
+	uf.register(cmd.PersistentFlags(), "write straight to the metadata store at these etcd client URLs instead (bootstrap of the first user)")
 
 	var mechanism, password string
 	var passwordStdin bool
@@ -254,8 +250,30 @@ func writeUsers(out io.Writer, rows []userRow, format string) error {
 	return nil
 }
 
-// withUserAdmin connects as uf says and runs fn with a 30 s deadline.
-func withUserAdmin(g *globals, uf usersFlags, fn func(ctx context.Context, a userAdmin) error) error {
+// register adds the flags to pf; etcdUsage says what --etcd-endpoints
+// does for the command.
+func (f *adminFlags) register(pf *pflag.FlagSet, etcdUsage string) {
+	pf.StringVar(&f.bootstrap, "kafka-bootstrap", host.DefaultKafkaListen, "Kafka listener of a host")
+	pf.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", etcdUsage)
+	pf.StringVar(&f.saslMechanism, "sasl-mechanism", kafka.MechanismScramSHA512, "SASL mechanism to authenticate to the listener with, when --sasl-user is set: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
+	pf.StringVar(&f.saslUser, "sasl-user", "", "user to authenticate to the listener as (none: no SASL)")
+	pf.StringVar(&f.saslPassword, "sasl-password", "", "password of --sasl-user (also ACTORLOG_SASL_PASSWORD)")
+	pf.StringVar(&f.tlsCA, "tls-ca", "", "PEM CA certificates to verify the listener with (set: connect with TLS)")
+	pf.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate, for a listener that requires one")
+	pf.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
+	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "name to verify the listener's certificate against (default: the host of --kafka-bootstrap)")
+}
+
+// adminConn is a connection adminFlags asked for: either store
+// (--etcd-endpoints) or a Kafka listener's client cl and its adm.
+type adminConn struct {
+	store *cluster.Store
+	cl    *kgo.Client
+	adm   *kadm.Client
+}
+
+// withAdminConn connects as f says and runs fn with a 30 s deadline.
+func withAdminConn(g *globals, f adminFlags, fn func(ctx context.Context, c adminConn) error) error {
 	level := g.logLevel
 	if level == "" {
 		level = "warn"
@@ -267,39 +285,47 @@ func withUserAdmin(g *globals, uf usersFlags, fn func(ctx context.Context, a use
 	log := logrus.NewEntry(logger)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var a userAdmin
-	if uf.etcdEndpoints != "" {
-		a, err = newStoreUserAdmin(ctx, uf.etcdEndpoints, log)
-	} else {
-		a, err = newKafkaUserAdmin(uf)
+	if f.etcdEndpoints != "" {
+		eps, err := cluster.ParseEndpoints(f.etcdEndpoints)
+		if err != nil {
+			return fmt.Errorf("--etcd-endpoints: %w", err)
+		}
+		client, err := cluster.ConnectEtcd(ctx, eps, 10*time.Second, log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := client.Close(); err != nil {
+				log.WithError(err).Debug("closing the etcd client")
+			}
+		}()
+		return fn(ctx, adminConn{store: cluster.NewStore(client, "", log)})
 	}
+	opts, err := kafkaClientOpts(f)
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	return fn(ctx, a)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	return fn(ctx, adminConn{cl: cl, adm: kadm.NewClient(cl)})
+}
+
+// withUserAdmin connects as uf says and runs fn with a 30 s deadline.
+func withUserAdmin(g *globals, uf adminFlags, fn func(ctx context.Context, a userAdmin) error) error {
+	return withAdminConn(g, uf, func(ctx context.Context, c adminConn) error {
+		if c.store != nil {
+			return fn(ctx, &storeUserAdmin{store: c.store})
+		}
+		return fn(ctx, &kafkaUserAdmin{adm: c.adm})
+	})
 }
 
 // storeUserAdmin manages users in the metadata store.
 type storeUserAdmin struct {
-	store   *cluster.Store
-	closeFn func()
-}
-
-func newStoreUserAdmin(ctx context.Context, endpoints string, log *logrus.Entry) (*storeUserAdmin, error) {
-	eps, err := cluster.ParseEndpoints(endpoints)
-	if err != nil {
-		return nil, fmt.Errorf("--etcd-endpoints: %w", err)
-	}
-	client, err := cluster.ConnectEtcd(ctx, eps, 10*time.Second, log)
-	if err != nil {
-		return nil, err
-	}
-	return &storeUserAdmin{store: cluster.NewStore(client, "", log), closeFn: func() {
-		if err := client.Close(); err != nil {
-			log.WithError(err).Debug("closing the etcd client")
-		}
-	}}, nil
+	store *cluster.Store
 }
 
 func (s *storeUserAdmin) upsert(ctx context.Context, name string, mech kafka.ScramMechanism, password string, iterations int32) error {
@@ -345,16 +371,13 @@ func (s *storeUserAdmin) list(ctx context.Context, names ...string) ([]userRow, 
 	return rows, nil
 }
 
-func (s *storeUserAdmin) close() { s.closeFn() }
-
 // kafkaUserAdmin manages users through a Kafka listener.
 type kafkaUserAdmin struct {
-	cl  *kgo.Client
 	adm *kadm.Client
 }
 
 // kafkaClientOpts are the kgo options uf asks for: bootstrap, TLS, SASL.
-func kafkaClientOpts(uf usersFlags) ([]kgo.Opt, error) {
+func kafkaClientOpts(uf adminFlags) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(uf.bootstrap, ",")...), kgo.RequestRetries(2)}
 	if uf.tlsCA != "" {
 		pem, err := os.ReadFile(uf.tlsCA)
@@ -393,18 +416,6 @@ func kafkaClientOpts(uf usersFlags) ([]kgo.Opt, error) {
 		}
 	}
 	return opts, nil
-}
-
-func newKafkaUserAdmin(uf usersFlags) (*kafkaUserAdmin, error) {
-	opts, err := kafkaClientOpts(uf)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
-	}
-	return &kafkaUserAdmin{cl: cl, adm: kadm.NewClient(cl)}, nil
 }
 
 func kadmMech(m kafka.ScramMechanism) kadm.ScramMechanism {
@@ -461,5 +472,3 @@ func (k *kafkaUserAdmin) list(ctx context.Context, names ...string) ([]userRow, 
 	}
 	return rows, nil
 }
-
-func (k *kafkaUserAdmin) close() { k.cl.Close() }

@@ -211,3 +211,77 @@ func (idx *index) matching(res ResourceType, name string) []entry {
 	}
 	return out
 }
+
+// AuthorizeByResourceType reports whether principal, connected from
+// clientHost, may do op on at least one resource of type res, as Kafka's
+// AclAuthorizer.authorizeByResourceType (KIP-679; InitProducerId without a
+// transactional id asks it for Write on any topic):
+//
+//   - a super user may;
+//   - an applying Deny of op (or All) on the wildcard name "*" denies;
+//   - an applying Allow on the wildcard name allows;
+//   - an applying prefixed Allow allows unless an applying Deny's prefix
+//     is a prefix of its prefix;
+//   - an applying literal Allow allows unless an applying Deny names the
+//     same resource or has a prefix of its name;
+//   - with no binding of the type at all, AllowEveryoneIfNoACLFound
+//     decides.
+//
+// Allows of the operations that imply op count, as in Authorize.
+func (a *Authorizer) AuthorizeByResourceType(principal, clientHost string, op Operation, res ResourceType) bool {
+	if op < OpRead || op > OpIdempotentWrite {
+		return false
+	}
+	if _, ok := a.superUsers[principal]; ok {
+		return true
+	}
+	t := a.idx.Load().byType[res]
+	if t == nil {
+		return a.allowIfNone
+	}
+	host := canonicalHost(clientHost)
+	ops := impliedBy(op)
+	applies := func(e entry, perm Permission) bool {
+		if e.b.Permission != perm || (e.b.Principal != principal && e.b.Principal != WildcardPrincipal) ||
+			(e.host != host && e.host != WildcardHost) {
+			return false
+		}
+		if perm == Deny {
+			return e.b.Operation == op || e.b.Operation == OpAll
+		}
+		return e.b.Operation == OpAll || slices.Contains(ops, e.b.Operation)
+	}
+	for _, e := range t.wildcard {
+		if applies(e, Deny) {
+			return false
+		}
+	}
+	for _, e := range t.wildcard {
+		if applies(e, Allow) {
+			return true
+		}
+	}
+	var denyPrefixes []string
+	for _, e := range t.prefixed {
+		if applies(e, Deny) {
+			denyPrefixes = append(denyPrefixes, e.b.Name)
+		}
+	}
+	deniedByPrefix := func(name string) bool {
+		return slices.ContainsFunc(denyPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	}
+	for _, e := range t.prefixed {
+		if applies(e, Allow) && !deniedByPrefix(e.b.Name) {
+			return true
+		}
+	}
+	for name, entries := range t.literal {
+		if deniedByPrefix(name) || slices.ContainsFunc(entries, func(e entry) bool { return applies(e, Deny) }) {
+			continue
+		}
+		if slices.ContainsFunc(entries, func(e entry) bool { return applies(e, Allow) }) {
+			return true
+		}
+	}
+	return false
+}

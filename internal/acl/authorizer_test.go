@@ -244,3 +244,47 @@ func BenchmarkAuthorize(b *testing.B) {
 		a.Authorize("User:u1", "10.0.0.1", OpRead, ResourceTopic, "topic-101")
 	}
 }
+
+func TestAuthorizeByResourceType(t *testing.T) {
+	const alice = "User:alice"
+	write := func(name string, pattern PatternType, perm Permission) Binding {
+		return topic(alice, name, pattern, OpWrite, perm)
+	}
+	for _, tc := range []struct {
+		name     string
+		bindings []Binding
+		allowAll bool
+		super    bool
+		want     bool
+	}{
+		{name: "no bindings", want: false},
+		{name: "no bindings, allow everyone", allowAll: true, want: true},
+		{name: "super user", super: true, want: true},
+		{name: "literal allow", bindings: []Binding{write("orders", PatternLiteral, Allow)}, want: true},
+		{name: "All implies write", bindings: []Binding{topic(alice, "orders", PatternLiteral, OpAll, Allow)}, want: true},
+		{name: "read does not imply write", bindings: []Binding{topic(alice, "orders", PatternLiteral, OpRead, Allow)}, want: false},
+		{name: "other principal", bindings: []Binding{topic("User:bob", "orders", PatternLiteral, OpWrite, Allow)}, want: false},
+		{name: "wildcard principal", bindings: []Binding{topic(WildcardPrincipal, "orders", PatternLiteral, OpWrite, Allow)}, want: true},
+		{name: "literal allow, same literal deny", bindings: []Binding{write("orders", PatternLiteral, Allow), write("orders", PatternLiteral, Deny)}, want: false},
+		{name: "literal allow, covering prefix deny", bindings: []Binding{write("orders", PatternLiteral, Allow), write("ord", PatternPrefixed, Deny)}, want: false},
+		{name: "prefixed allow, narrower prefix deny", bindings: []Binding{write("ord", PatternPrefixed, Allow), write("orders", PatternPrefixed, Deny)}, want: true},
+		{name: "prefixed allow, covering prefix deny", bindings: []Binding{write("orders", PatternPrefixed, Allow), write("ord", PatternPrefixed, Deny)}, want: false},
+		{name: "wildcard deny wins", bindings: []Binding{write("orders", PatternLiteral, Allow), write(WildcardResource, PatternLiteral, Deny)}, want: false},
+		{name: "wildcard allow", bindings: []Binding{write(WildcardResource, PatternLiteral, Allow), write("orders", PatternLiteral, Deny)}, want: true},
+		{name: "one of two literals denied", bindings: []Binding{write("a", PatternLiteral, Allow), write("b", PatternLiteral, Allow), write("a", PatternLiteral, Deny)}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{AllowEveryoneIfNoACLFound: tc.allowAll}
+			if tc.super {
+				cfg.SuperUsers = []string{alice}
+			}
+			a, err := New(cfg, tc.bindings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.AuthorizeByResourceType(alice, "10.0.0.1", OpWrite, ResourceTopic); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
