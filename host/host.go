@@ -126,6 +126,10 @@ type Config struct {
 	// Off by default: a CPU profile costs the host while it runs, and
 	// anyone who can reach the port could ask for one.
 	PProf bool
+	// Console serves the web console under /ui/ and /api/v1/ on the HTTP
+	// endpoint: ConsoleAuto (default) only when HTTP listens on loopback,
+	// ConsoleOn, ConsoleOff (console.go).
+	Console ConsoleMode
 	// EtcdClient and EtcdPeer are the embedded etcd member's URLs
 	// ("http://HOST:PORT", or "HOST:PORT"). Defaults: the peer URL from
 	// EtcdInitialCluster's entry for Name, else Listen's host with port
@@ -857,6 +861,7 @@ func (h *Host) startHTTP() error {
 	// IdleTimeout: a keep-alive connection waiting for its next request
 	// holds a connection slot; without it, for ever.
 	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	h.mountConsole(mux) // console.go
 	go func() {
 		if err := h.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.logger.WithError(err).Error("http server stopped")

@@ -143,10 +143,14 @@ func (c *Client) RequestTimeout() time.Duration { return c.cfg.RequestTimeout }
 // NextCorrelationID returns a fresh correlation id.
 func (c *Client) NextCorrelationID() int64 { return c.corr.Add(1) }
 
-// Close stops the client's endpoint and actor system. Idempotent.
+// Close stops the client's endpoint and actor system (of a client made by
+// Attach, only its own subscription). Idempotent.
 func (c *Client) Close() {
 	c.closed.Do(func() {
 		c.health.close(c.system.EventStream)
+		if c.remote == nil {
+			return // Attach: the system belongs to its owner
+		}
 		// Not graceful: protoactor's graceful path races on its suspend
 		// flag (a data race in the library), and callers flush first.
 		c.remote.Shutdown(false)

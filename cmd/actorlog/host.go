@@ -35,6 +35,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var minSegmentBytes int64
 	var crashPoint string
 	var saslMechanisms string // --kafka-sasl-mechanisms
+	var serveConsole bool     // --console
 	var superUsers string     // --super-users
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -64,6 +65,16 @@ command line wins over the environment, which wins over the file.`,
 			// second host on this machine runs without a Kafka
 			// listener); one given explicitly (flag, environment or
 			// file) must be bound; "" turns it off.
+			// --console: unless given, the host serves it only on a
+			// loopback --http (console.go in package host).
+			switch {
+			case !cmd.Flags().Changed("console"):
+				cfg.Console = host.ConsoleAuto
+			case serveConsole:
+				cfg.Console = host.ConsoleOn
+			default:
+				cfg.Console = host.ConsoleOff
+			}
 			switch {
 			case !cmd.Flags().Changed("kafka-listen"):
 				cfg.KafkaListen = ""
@@ -169,6 +180,8 @@ command line wins over the environment, which wins over the file.`,
 	f.Int16Var(&cfg.DefaultReplicationFactor, "default-replication-factor", kafka.DefaultReplicationFactor,
 		"replication factor of those topics (Kafka's default.replication.factor); more than the live hosts is refused with INVALID_REPLICATION_FACTOR")
 	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
+	f.BoolVar(&serveConsole, "console", true,
+		"serve the web console under /ui/ and its JSON under /api/v1/ on --http; unless given, only when --http is a loopback address (the console can change topics and has no authentication yet)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
 	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")
 	f.StringVar(&cfg.EtcdClient, "etcd-client", "", "embedded etcd client address HOST:PORT (default --listen port+2)")

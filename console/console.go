@@ -1,0 +1,306 @@
+// Package console is the web console every actorlog host serves on its
+// HTTP port (issue 17): server-rendered pages under /ui/ and the same data
+// as JSON under /api/v1/. Templates, CSS and JavaScript are embedded; the
+// pages need nothing but a browser (no CDN, no build step). The JavaScript
+// only polls the JSON endpoints every few seconds to refresh tables and
+// draw SVG sparklines; every page works without it.
+//
+// It lives outside package host on purpose: it needs nothing of a host but
+// the cluster client API (actors/client), so its inputs are the small
+// interfaces below — FromClient adapts a *client.Client, tests pass fakes —
+// and any process holding a client could serve it.
+//
+// Pages (GET unless noted):
+//
+//	/ui/                          cluster: hosts (alive, broker epoch,
+//	                              controller with epoch, leaders and
+//	                              replicas per host), under-replicated /
+//	                              offline / under-min-ISR partition counts,
+//	                              a warning banner when any is non-zero
+//	/ui/topics                    topics with partitions, RF and health;
+//	                              POST: create (name, partitions,
+//	                              replication_factor, configs "k=v" lines)
+//	/ui/topics/{name}             partitions (leader, replicas, ISR,
+//	                              adding/removing, log start/end), a
+//	                              produce-rate sparkline, the record
+//	                              browser form, add-partitions and delete
+//	/ui/topics/{name}/records     the record browser (query as the API's)
+//	POST /ui/topics/{name}/partitions   total=N
+//	POST /ui/topics/{name}/delete       confirm=NAME (must repeat the name)
+//	/ui/groups                    groups: state, members, total lag
+//	/ui/groups/{id}               members and assignments, per partition
+//	                              committed offset, log end, lag; a lag
+//	                              sparkline
+//
+// Every POST carries the per-process token of the page's form (field
+// "csrf") and, when the browser sends Origin or Sec-Fetch-Site, must come
+// from the same origin; otherwise 403 and nothing changes. With
+// Config.ReadOnly the forms are hidden and every POST is refused (403).
+//
+// JSON endpoints (GET; errors are {"error": "..."} with the status):
+//
+//	/api/v1/cluster        ClusterView: {"controller_id", "controller_epoch",
+//	                       "hosts": [{"name", "id", "address", "http_address",
+//	                       "kafka_address", "alive", "broker_epoch",
+//	                       "controller", "leaders", "replicas"}], "topics",
+//	                       "partitions", "under_replicated", "offline",
+//	                       "under_min_isr", "warning"}
+//	/api/v1/topics         TopicsView: {"topics": [{"name", "internal",
+//	                       "partitions", "replication_factor",
+//	                       "under_replicated", "offline", "under_min_isr"}]}
+//	/api/v1/topics/{name}  TopicView: {"name", "replication_factor",
+//	                       "min_insync_replicas", "configs": {k: v},
+//	                       "total_log_end_offset", "partitions": [{"partition",
+//	                       "leader", "leader_epoch", "leader_status",
+//	                       "replicas", "isr", "adding", "removing",
+//	                       "log_start_offset", "log_end_offset" (null when
+//	                       unknown), "under_replicated", "offline",
+//	                       "under_min_isr"}]}
+//	/api/v1/topics/{name}/records?partition=P&offset=O|timestamp=MS&limit=N&format=F
+//	                       RecordsView: {"topic", "partition", "offset",
+//	                       "limit", "format", "log_start_offset",
+//	                       "high_watermark", "next_offset", "truncated",
+//	                       "records": [{"offset", "timestamp", "time", "key",
+//	                       "key_format", "value", "value_format",
+//	                       "value_size", "value_truncated", "headers":
+//	                       [{"key", "value"}]}]}. partition defaults to 0,
+//	                       offset to the log start; limit 1..MaxRecords
+//	                       (default 20); format auto (JSON pretty-printed,
+//	                       else text, else hex), text, json or hex. At most
+//	                       MaxRecordBytes of keys and values are returned
+//	                       ("truncated": true, "next_offset" says where to
+//	                       go on); key and value are null for a null key or
+//	                       value (a tombstone).
+//	/api/v1/groups         GroupsView: {"groups": [{"group_id", "state",
+//	                       "protocol_type", "members", "total_lag"}],
+//	                       "error"} ("members" and "total_lag" are null
+//	                       beyond the first MaxDescribedGroups groups, or
+//	                       when unknown; "error" names hosts that did not
+//	                       answer)
+//	/api/v1/groups/{id}    GroupView: {"group_id", "state", "protocol_type",
+//	                       "protocol", "generation", "leader", "members":
+//	                       [{"member_id", "group_instance_id", "client_id",
+//	                       "client_host", "assignment": [{"topic",
+//	                       "partitions"}]}], "offsets": [{"topic",
+//	                       "partition", "committed_offset", "log_end_offset",
+//	                       "lag", "member_id", "error"}], "total_lag"}
+//
+// Bad input (a malformed topic name, partition, offset, limit, format, a
+// form field) is a 400 naming the field; an unknown topic, partition or
+// group a 404; a cluster that does not answer a 503.
+//
+// A Console is safe for concurrent use; each request is bounded by
+// Config.Timeout.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/messages"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// ClusterReader reads the cluster's hosts and metadata
+// (*client.Client implements it).
+type ClusterReader interface {
+	DescribeCluster(ctx context.Context) (*messages.DescribeClusterResponse, error)
+	Metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error)
+}
+
+// OffsetReader reads a partition's offsets from its leader: -2 the log
+// start, -1 the log end (*client.Client implements it).
+type OffsetReader interface {
+	ListOffsets(ctx context.Context, p *messages.PartitionMetadata, topic string, ts int64) (*messages.ListOffsetsResponse, error)
+}
+
+// RecordReader fetches records of a partition from its leader, as a
+// consumer does (FromClient adapts a *client.Client).
+type RecordReader interface {
+	Fetch(ctx context.Context, p *messages.PartitionMetadata, topic string, offset int64, maxBytes int32) (*messages.FetchResponse, error)
+}
+
+// TopicAdmin changes topics (*client.Client implements it).
+type TopicAdmin interface {
+	CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) (*messages.TopicMetadata, error)
+	CreatePartitions(ctx context.Context, name string, total int32) (*messages.TopicMetadata, error)
+	DeleteTopic(ctx context.Context, name string) error
+}
+
+// GroupReader reads consumer groups (*client.Client implements it).
+type GroupReader interface {
+	ListGroups(ctx context.Context, states ...string) ([]*messages.ListedGroup, error)
+	DescribeGroup(ctx context.Context, group string) (*messages.DescribedGroup, error)
+	GroupLag(ctx context.Context, group string, also ...*messages.TopicPartitions) ([]client.PartitionLag, error)
+}
+
+// Sources are where the console's data comes from. All are required.
+type Sources struct {
+	Cluster ClusterReader
+	Offsets OffsetReader
+	Records RecordReader
+	Admin   TopicAdmin
+	Groups  GroupReader
+}
+
+// FromClient returns Sources that all go through c.
+func FromClient(c *client.Client) Sources {
+	return Sources{Cluster: c, Offsets: c, Records: clientRecords{c}, Admin: c, Groups: c}
+}
+
+// clientRecords fetches through a client as a consumer does: from the
+// leader, up to the high watermark, without waiting.
+type clientRecords struct{ c *client.Client }
+
+func (r clientRecords) Fetch(ctx context.Context, p *messages.PartitionMetadata, topic string, offset int64, maxBytes int32) (*messages.FetchResponse, error) {
+	pid, err := client.LeaderPID(p)
+	if err != nil {
+		return nil, err
+	}
+	return fetchFrom(ctx, r.c, pid, p, topic, offset, maxBytes)
+}
+
+func fetchFrom(ctx context.Context, c *client.Client, pid *actor.PID, p *messages.PartitionMetadata, topic string, offset int64, maxBytes int32) (*messages.FetchResponse, error) {
+	res, err := c.Request(ctx, pid, &messages.FetchRequest{
+		Topic: topic, Partition: p.Partition, FetchOffset: offset, MaxBytes: maxBytes,
+		CurrentLeaderEpoch: -1, ReplicaId: -1, LogStartOffset: -1, LastFetchedEpoch: -1,
+		CorrelationId: c.NextCorrelationID(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s-%d: %w", topic, p.Partition, err)
+	}
+	resp, ok := res.(*messages.FetchResponse)
+	if !ok {
+		return nil, fmt.Errorf("fetch %s-%d: the leader answered %T", topic, p.Partition, res)
+	}
+	return resp, resp.ErrorCode.Err(resp.ErrorMessage)
+}
+
+// Config configures a Console.
+type Config struct {
+	Sources
+	// ReadOnly hides the forms and refuses every POST.
+	ReadOnly bool
+	// Timeout bounds the cluster calls of one request (default 10 s).
+	Timeout time.Duration
+	// Logger (logrus.StandardLogger when nil).
+	Logger *logrus.Entry
+}
+
+// Console serves the pages and the JSON endpoints. Safe for concurrent
+// use.
+type Console struct {
+	cfg    Config
+	log    *logrus.Entry
+	token  string // the per-process CSRF token of the forms
+	pages  map[string]*template.Template
+	static http.Handler
+	mux    *http.ServeMux
+}
+
+// New checks cfg and parses the embedded templates.
+func New(cfg Config) (*Console, error) {
+	s := cfg.Sources
+	if s.Cluster == nil || s.Offsets == nil || s.Records == nil || s.Admin == nil || s.Groups == nil {
+		return nil, errors.New("console: every source (Cluster, Offsets, Records, Admin, Groups) is required")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	var tok [32]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return nil, fmt.Errorf("console: csrf token: %w", err)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, fmt.Errorf("console: static files: %w", err)
+	}
+	c := &Console{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(tok[:]), pages: pages,
+		static: http.StripPrefix("/ui/static/", http.FileServerFS(sub))}
+	c.mux = c.routes()
+	return c, nil
+}
+
+// Mount registers the console on mux under /ui/ and /api/v1/.
+func (c *Console) Mount(mux *http.ServeMux) {
+	mux.Handle("/ui/", c)
+	mux.Handle("/api/v1/", c)
+	mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+}
+
+// ServeHTTP serves one console request.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /ui/{$}", c.page("cluster", c.clusterPage))
+	m.HandleFunc("GET /ui/topics", c.page("topics", c.topicsPage))
+	m.HandleFunc("POST /ui/topics", c.form(c.createTopic))
+	m.HandleFunc("GET /ui/topics/{name}", c.page("topic", c.topicPage))
+	m.HandleFunc("GET /ui/topics/{name}/records", c.page("records", c.recordsPage))
+	m.HandleFunc("POST /ui/topics/{name}/partitions", c.form(c.addPartitions))
+	m.HandleFunc("POST /ui/topics/{name}/delete", c.form(c.deleteTopic))
+	m.HandleFunc("GET /ui/groups", c.page("groups", c.groupsPage))
+	m.HandleFunc("GET /ui/groups/{id}", c.page("group", c.groupPage))
+	m.Handle("GET /ui/static/", c.static)
+	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		c.renderError(w, r, notFound("no console page %s", r.URL.Path))
+	})
+
+	m.HandleFunc("GET /api/v1/cluster", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.cluster(ctx) }))
+	m.HandleFunc("GET /api/v1/topics", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.topics(ctx) }))
+	m.HandleFunc("GET /api/v1/topics/{name}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+		return c.topic(ctx, r.PathValue("name"))
+	}))
+	m.HandleFunc("GET /api/v1/topics/{name}/records", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+		q, err := parseRecordsQuery(r)
+		if err != nil {
+			return nil, err
+		}
+		return c.records(ctx, r.PathValue("name"), q)
+	}))
+	m.HandleFunc("GET /api/v1/groups", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.groups(ctx) }))
+	m.HandleFunc("GET /api/v1/groups/{id}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+		return c.group(ctx, r.PathValue("id"))
+	}))
+	m.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			c.writeAPIError(w, r, &httpError{status: http.StatusMethodNotAllowed, msg: "the API is read-only: " + r.Method + " is not allowed"})
+			return
+		}
+		c.writeAPIError(w, r, notFound("no API endpoint %s", r.URL.Path))
+	})
+	return m
+}
