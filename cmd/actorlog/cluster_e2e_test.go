@@ -22,6 +22,13 @@ import (
 // to every host.
 func startCluster(t *testing.T, extra ...string) []*hostProc {
 	t.Helper()
+	return startClusterEach(t, nil, extra...)
+}
+
+// startClusterEach is startCluster with, when perHost is set, more flags
+// for host i (0-2): perHost(i).
+func startClusterEach(t *testing.T, perHost func(i int) []string, extra ...string) []*hostProc {
+	t.Helper()
 	bases := make([]int, 3)
 	var peers []string
 	for i := range bases {
@@ -33,6 +40,9 @@ func startCluster(t *testing.T, extra ...string) []*hostProc {
 	for i := range hosts {
 		hosts[i] = &hostProc{t: t, dir: t.TempDir(), base: bases[i], logPath: hostLogPath(t, bases[i]), bin: clusterBinPath,
 			extra: append([]string{"--name", fmt.Sprintf("host%d", i+1), "--initial-cluster", strings.Join(peers, ",")}, extra...)}
+		if perHost != nil {
+			hosts[i].extra = append(hosts[i].extra, perHost(i)...)
+		}
 	}
 	// The members wait for each other's etcd, so they start together.
 	for _, h := range hosts {

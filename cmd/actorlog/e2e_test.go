@@ -161,6 +161,7 @@ type hostProc struct {
 	base    int
 	extra   []string // more host flags (cluster tests)
 	env     []string // more environment variables (NAME=value)
+	cliArgs []string // more flags for the CLI run against the host (cli)
 	bin     string   // binary to run (default binPath)
 	cmd     *exec.Cmd
 	logPath string
@@ -288,7 +289,7 @@ func (h *hostProc) stop(sig syscall.Signal) int {
 func (h *hostProc) cli(stdin string, args ...string) (string, string, error) {
 	start := time.Now()
 	defer func() { h.t.Logf("actorlog %.60v took %v", args, time.Since(start)) }()
-	cmd := exec.Command(binPath, append([]string{"--bootstrap", h.addr()}, args...)...)
+	cmd := exec.Command(binPath, append(append([]string{"--bootstrap", h.addr()}, h.cliArgs...), args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

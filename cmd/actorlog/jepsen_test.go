@@ -38,6 +38,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/actors/consumer"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/cluster/clustertest"
@@ -98,13 +99,20 @@ const (
 // and consuming from the earliest offset.
 func startWorkload(t *testing.T, hosts []*hostProc, topic string, parts int) *workload {
 	t.Helper()
+	return startWorkloadTLS(t, hosts, topic, parts, nil)
+}
+
+// startWorkloadTLS is startWorkload with a client speaking TLS with tlsr
+// (hosts run with --remote-tls) when tlsr is set.
+func startWorkloadTLS(t *testing.T, hosts []*hostProc, topic string, parts int, tlsr *tlsconf.Reloader) *workload {
+	t.Helper()
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	var boot []string
 	for _, h := range hosts {
 		boot = append(boot, h.addr())
 	}
-	c, err := client.New(client.Config{Bootstrap: boot, Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second})
+	c, err := client.New(client.Config{Bootstrap: boot, Logger: logrus.NewEntry(l), RequestTimeout: 5 * time.Second, TLS: tlsr})
 	if err != nil {
 		t.Fatal(err)
 	}
