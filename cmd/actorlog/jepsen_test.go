@@ -38,10 +38,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
-	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/actors/consumer"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/messages"
 )
 
