@@ -28,6 +28,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,6 +58,18 @@ type target struct {
 	Addrs []string `json:"addrs"`
 	RF    int16    `json:"replication_factor"`
 	PIDs  []int    `json:"pids,omitempty"` // the target's processes, for HostCPU
+	// TLS, when set, is how clients reach the target (--tls-target).
+	TLS *tls.Config `json:"-"`
+}
+
+// opts are a client's options to reach t: its seeds and, when it speaks
+// TLS, the TLS config; then more.
+func (t target) opts(more ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(t.Addrs...)}
+	if t.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(t.TLS.Clone()))
+	}
+	return append(opts, more...)
 }
 
 // config is everything a run takes from its flags.
@@ -290,6 +304,9 @@ func mainErr() error {
 	fs.StringVar(&skip, "skip", "", "workload kinds to skip, comma-separated: produce (and its consume), consume, latency")
 	fs.StringVar(&cfg.topicPrefix, "topic-prefix", "kbench", "prefix of the benchmark topics' names")
 	fs.BoolVar(&cfg.keepTopics, "keep-topics", false, "do not delete the benchmark topics after each run")
+	var tlsCA, tlsTargets string
+	fs.StringVar(&tlsCA, "tls-ca", "", "PEM CA file the --tls-target targets' certificates are verified against")
+	fs.StringVar(&tlsTargets, "tls-target", "", "targets (comma-separated names) whose Kafka listener speaks TLS, verified with --tls-ca")
 	var pids pidList
 	fs.Var(&pids, "pid", "NAME=PID[,PID...]: processes of target NAME whose CPU time each run reports (repeatable; Linux /proc)")
 	fs.StringVar(&jsonOut, "json", "", "also write every raw result to this file as JSON")
@@ -317,6 +334,9 @@ func mainErr() error {
 		if !found {
 			return fmt.Errorf("--pid %s: no such --target", name)
 		}
+	}
+	if err := targetsTLS(targets, tlsTargets, tlsCA); err != nil {
+		return err
 	}
 	cfg.targets = targets
 	cfg.skip = map[string]bool{}
@@ -537,7 +557,7 @@ func sizeName(size int) string {
 
 // producerOpts are kgo's defaults plus --linger/--compression when given.
 func producerOpts(cfg config, t target) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(t.Addrs...)}
+	opts := t.opts()
 	if cfg.linger >= 0 {
 		opts = append(opts, kgo.ProducerLinger(cfg.linger))
 	}
@@ -565,7 +585,7 @@ func producerOpts(cfg config, t target) ([]kgo.Opt, error) {
 // createAndWait creates topic on t and waits until every partition has a
 // leader and a full ISR, so no run times the election.
 func createAndWait(ctx context.Context, t target, topic string, partitions int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Addrs...))
+	cl, err := kgo.NewClient(t.opts()...)
 	if err != nil {
 		return fmt.Errorf("%s: client: %w", t.Name, err)
 	}
@@ -609,7 +629,7 @@ func ready(md kadm.Metadata, topic string, partitions int32, rf int16) bool {
 }
 
 func deleteTopic(ctx context.Context, t target, topic string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Addrs...))
+	cl, err := kgo.NewClient(t.opts()...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kafkabench: %s: delete %s: %v\n", t.Name, topic, err)
 		return
@@ -669,7 +689,7 @@ func produceN(ctx context.Context, cfg config, t target, topic string, n, size i
 // consumeN reads topic from the start with a fresh consumer until it has n
 // records.
 func consumeN(ctx context.Context, cfg config, t target, topic string, n int64) (result, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Addrs...), kgo.ConsumeTopics(topic))
+	cl, err := kgo.NewClient(t.opts(kgo.ConsumeTopics(topic))...)
 	if err != nil {
 		return result{}, fmt.Errorf("client: %w", err)
 	}
@@ -850,4 +870,35 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// targetsTLS sets the TLS config of the named targets: TLS 1.2+, the
+// server verified against caFile.
+func targetsTLS(targets []target, names, caFile string) error {
+	if names == "" {
+		return nil
+	}
+	if caFile == "" {
+		return errors.New("--tls-target needs --tls-ca")
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("--tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("--tls-ca %s: no PEM certificate", caFile)
+	}
+	for _, name := range strings.Split(names, ",") {
+		found := false
+		for i := range targets {
+			if targets[i].Name == strings.TrimSpace(name) {
+				targets[i].TLS, found = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--tls-target %s: no such --target", name)
+		}
+	}
+	return nil
 }
