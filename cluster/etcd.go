@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -89,6 +90,11 @@ type EtcdConfig struct {
 	// PeerURL itself and relays to the member's private loopback ports.
 	// Default: none, etcd listens on them directly.
 	Limiter *netlimit.Limiter
+	// TLS, when set, serves the client and peer URLs (then all https://,
+	// the initial cluster's too) with TLS and etcd's client-certificate
+	// authentication, and connects the member's own client with
+	// TLS.Client (etcdtls.go). Default: plain http.
+	TLS *EtcdTLS
 	// Logger receives etcd's server and client logs at warn level and
 	// above. Default: logrus's standard logger.
 	Logger *logrus.Entry
@@ -124,6 +130,13 @@ func (cfg EtcdConfig) withDefaults() (EtcdConfig, error) {
 	}
 	if !strings.Contains(","+cfg.InitialCluster, ","+cfg.Name+"=") {
 		return cfg, fmt.Errorf("cluster: etcd config: InitialCluster %q does not include member %q", cfg.InitialCluster, cfg.Name)
+	}
+	if cfg.TLS != nil {
+		if err := cfg.TLS.check(cfg.ClientURL, cfg.PeerURL, cfg.InitialCluster); err != nil {
+			return cfg, err
+		}
+	} else if err := checkEtcdSchemes(false, cfg.ClientURL, cfg.PeerURL, cfg.InitialCluster); err != nil {
+		return cfg, err
 	}
 	if cfg.ClusterState == "" {
 		cfg.ClusterState = ClusterStateNew
@@ -193,6 +206,11 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		}
 		ec.ListenClientUrls = []url.URL{privateURL(*cu)}
 		ec.ListenPeerUrls = []url.URL{privateURL(*pu)}
+	}
+	var clientTLS *tls.Config
+	if cfg.TLS != nil {
+		cfg.TLS.apply(ec, cfg.InitialCluster)
+		clientTLS = cfg.TLS.memberClientTLS(cu)
 	}
 	ec.InitialCluster = cfg.InitialCluster
 	ec.ClusterState = cfg.ClusterState
@@ -276,6 +294,7 @@ wait:
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{dialURL},
 		DialTimeout: 5 * time.Second,
+		TLS:         clientTLS,
 		Logger:      zlog.Named("etcd-client"),
 		// AutoSyncInterval stays 0: the client must not discover and
 		// fail over to other members.

@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"strings"
@@ -28,7 +29,7 @@ func ParseEndpoints(list string) ([]string, error) {
 		}
 		u, err := url.Parse(e)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" {
-			return nil, fmt.Errorf("cluster: etcd endpoint %q: want http://HOST:PORT", e)
+			return nil, fmt.Errorf("cluster: etcd endpoint %q: want http://HOST:PORT (or https://)", e)
 		}
 		out = append(out, e)
 	}
@@ -41,10 +42,21 @@ func ParseEndpoints(list string) ([]string, error) {
 // ConnectEtcd returns a client of the etcd cluster at endpoints, once one
 // of them has answered a request; it fails with a clear error when none
 // answers within timeout (or before ctx ends). The caller closes the client.
+// The endpoints must be http://; ConnectEtcdTLS connects to https ones.
 func ConnectEtcd(ctx context.Context, endpoints []string, timeout time.Duration, logger *logrus.Entry) (*clientv3.Client, error) {
+	return ConnectEtcdTLS(ctx, endpoints, nil, timeout, logger)
+}
+
+// ConnectEtcdTLS is ConnectEtcd with TLS: with tlsCfg (e.g.
+// EtcdClientTLS) every endpoint must be https://, without it http://.
+func ConnectEtcdTLS(ctx context.Context, endpoints []string, tlsCfg *tls.Config, timeout time.Duration, logger *logrus.Entry) (*clientv3.Client, error) {
+	if err := checkEndpointSchemes(endpoints, tlsCfg); err != nil {
+		return nil, err
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: timeout,
+		TLS:         tlsCfg,
 		Logger:      newZapLogger(logger.WithField("component", "etcd-client"), zapcore.WarnLevel, new(atomic.Bool)).Named("etcd-client"),
 	})
 	if err != nil {

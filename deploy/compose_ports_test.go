@@ -10,6 +10,7 @@ package deploy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -62,40 +63,86 @@ func parsePort(t *testing.T, service string, p any) publishedPort {
 	return publishedPort{}
 }
 
-func TestComposePublishesOnlyLoopbackHTTP(t *testing.T) {
-	src, err := os.ReadFile("compose.yaml")
+// composeServices reads a compose file's services (YAML anchors and
+// merge keys resolved).
+func composeServices(t *testing.T, file string) map[string]map[string]any {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatalf("read deploy/compose.yaml: %v", err)
+		t.Fatalf("read deploy/%s: %v", file, err)
 	}
 	js, err := yaml.YAMLToJSON(src)
 	if err != nil {
-		t.Fatalf("deploy/compose.yaml: %v", err)
+		t.Fatalf("deploy/%s: %v", file, err)
 	}
 	var doc struct {
 		Services map[string]map[string]any `json:"services"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
-		t.Fatalf("deploy/compose.yaml: %v", err)
+		t.Fatalf("deploy/%s: %v", file, err)
 	}
-	published := 0
-	for name, svc := range doc.Services {
-		if mode, _ := svc["network_mode"].(string); mode == "host" {
-			t.Errorf("service %s uses the host's network: every port it listens on is the machine's", name)
+	return doc.Services
+}
+
+func TestComposePublishesOnlyLoopbackHTTP(t *testing.T) {
+	for _, file := range []string{"compose.yaml", "compose-tls.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			published := 0
+			for name, svc := range composeServices(t, file) {
+				if mode, _ := svc["network_mode"].(string); mode == "host" {
+					t.Errorf("service %s uses the host's network: every port it listens on is the machine's", name)
+				}
+				ports, _ := svc["ports"].([]any)
+				for _, p := range ports {
+					pp := parsePort(t, name, p)
+					published++
+					if ip := net.ParseIP(pp.hostIP); ip == nil || !ip.IsLoopback() {
+						t.Errorf("service %s publishes container port %d on %q: bind it to 127.0.0.1 (\"127.0.0.1:HOST:%d\")", name, pp.container, pp.hostIP, pp.container)
+					}
+					if what, ok := unpublished[pp.container]; ok {
+						t.Errorf("service %s publishes %s (%d): hosts and the cli reach it on the compose network", name, what, pp.container)
+					}
+				}
+			}
+			if published == 0 {
+				t.Fatalf("deploy/%s publishes no port: the hosts' /healthz and /metrics should be reachable from the machine", file)
+			}
+		})
+	}
+}
+
+// TestComposeTLSKeepsSecurityOn: every host of compose-tls.yaml runs with
+// TLS on the actor remote and etcd (https peer URLs), SASL and its own
+// host certificate, and the CLI and setup services present a client
+// certificate.
+func TestComposeTLSKeepsSecurityOn(t *testing.T) {
+	hosts := 0
+	for name, svc := range composeServices(t, "compose-tls.yaml") {
+		args := fmt.Sprint(svc["command"], svc["entrypoint"])
+		if !strings.HasPrefix(name, "host") {
+			if name != "certs" && !strings.Contains(args, "--tls-cert") {
+				t.Errorf("service %s presents no client certificate: %s", name, args)
+			}
+			continue
 		}
-		ports, _ := svc["ports"].([]any)
-		for _, p := range ports {
-			pp := parsePort(t, name, p)
-			published++
-			if ip := net.ParseIP(pp.hostIP); ip == nil || !ip.IsLoopback() {
-				t.Errorf("service %s publishes container port %d on %q: bind it to 127.0.0.1 (\"127.0.0.1:HOST:%d\")", name, pp.container, pp.hostIP, pp.container)
+		hosts++
+		env, _ := svc["environment"].(map[string]any)
+		for key, want := range map[string]string{
+			"ACTORLOG_REMOTE_TLS": "true", "ACTORLOG_ETCD_TLS": "true", "ACTORLOG_KAFKA_SASL_MECHANISMS": "SCRAM-SHA-512",
+		} {
+			if got := fmt.Sprint(env[key]); got != want {
+				t.Errorf("service %s: %s=%q, want %q", name, key, got, want)
 			}
-			if what, ok := unpublished[pp.container]; ok {
-				t.Errorf("service %s publishes %s (%d): hosts and the cli reach it on the compose network", name, what, pp.container)
-			}
+		}
+		if ic := fmt.Sprint(env["ACTORLOG_INITIAL_CLUSTER"]); strings.Contains(ic, "http://") {
+			t.Errorf("service %s: plain-text etcd peer URLs %s", name, ic)
+		}
+		if !strings.Contains(args, "--tls-cert /certs/"+name+".crt") {
+			t.Errorf("service %s does not use its own host certificate: %s", name, args)
 		}
 	}
-	if published == 0 {
-		t.Fatal("deploy/compose.yaml publishes no port: the hosts' /healthz and /metrics should be reachable from the machine")
+	if hosts != 3 {
+		t.Fatalf("%d host services, want 3", hosts)
 	}
 }
 

@@ -96,7 +96,7 @@ func TestConfigOverrides(t *testing.T) {
 		{"PProf", Config{PProf: true}, func(c Config) any { return c.PProf }, true, nil},
 		{"EtcdPeer", Config{EtcdPeer: "http://10.0.0.5:2380"}, func(c Config) any { return c.EtcdPeer }, "http://10.0.0.5:2380", []string{"EtcdClient"}},
 		{"EtcdPeer without a scheme", Config{EtcdPeer: "10.0.0.5:2380"}, func(c Config) any { return c.EtcdPeer }, "http://10.0.0.5:2380", nil},
-		{"EtcdClient", Config{EtcdClient: "https://10.0.0.5:2379"}, func(c Config) any { return c.EtcdClient }, "https://10.0.0.5:2379", []string{"EtcdPeer"}},
+		{"EtcdClient", Config{EtcdClient: "http://10.0.0.5:2379"}, func(c Config) any { return c.EtcdClient }, "http://10.0.0.5:2379", []string{"EtcdPeer"}},
 		{"EtcdInitialCluster gives the peer", Config{Name: "b", EtcdInitialCluster: "a=http://h1:7071,b=http://h2:7071"},
 			func(c Config) any { return c.EtcdPeer }, "http://h2:7071", []string{"EtcdClient"}},
 		{"EtcdInitialCluster agreeing with EtcdPeer", Config{Name: "b", EtcdInitialCluster: "a=http://h1:7071,b=http://h2:7071", EtcdPeer: "http://h2:7071/"},

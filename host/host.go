@@ -71,14 +71,19 @@ type Config struct {
 	KafkaListen string
 	// TLSCert, TLSKey and TLSCA are PEM files of the host's certificate,
 	// its key and the CA peers are verified against (internal/tlsconf).
-	// They cover the Kafka listener, which then speaks TLS only, and
-	// with RemoteTLS the actor remote; later the other ports too. All
+	// They cover the Kafka listener, which then speaks TLS only, with
+	// RemoteTLS the actor remote and with EtcdTLS the embedded etcd. All
 	// three or none. SIGHUP reloads them (Host.ReloadTLS).
 	TLSCert, TLSKey, TLSCA string
 	// RemoteTLS puts the actor remote on TLS with TLSCert, which must then
 	// be a host certificate for Name (remotetls.go); every peer, host or
 	// client, must present a verified certificate.
 	RemoteTLS bool
+	// EtcdTLS puts the embedded etcd's client and peer ports on TLS with
+	// TLSCert (a host certificate for Name) and etcd's client-certificate
+	// authentication, and the host's etcd clients on TLS; every etcd URL
+	// is then https:// (etcdtls.go).
+	EtcdTLS bool
 	// KafkaClientAuth is the Kafka listener's client-certificate policy
 	// with TLS: KafkaClientAuthNone (default), KafkaClientAuthRequest (a
 	// certificate, if sent, must verify and names the principal) or
@@ -349,11 +354,14 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.kafkaDefaults(); err != nil { // kafka.go
 		return c, err
 	}
+	if err := c.etcdTLSDefaults(); err != nil { // etcdtls.go
+		return c, err
+	}
 	if len(c.EtcdEndpoints) > 0 {
 		if c.EtcdPeer != "" || c.EtcdClient != "" || c.EtcdInitialCluster != "" {
 			return c, errors.New("host: --etcd-endpoints (use an etcd cluster run elsewhere) excludes --etcd-peer, --etcd-client and --initial-cluster (run a member here)")
 		}
-		return c, nil
+		return c, c.checkEtcdSchemes()
 	}
 	if c.EtcdPeer, err = etcdURL("--etcd-peer", c.EtcdPeer); err != nil {
 		return c, err
@@ -373,12 +381,12 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.EtcdPeer == "" {
-		c.EtcdPeer = "http://" + net.JoinHostPort(h, strconv.Itoa(port+1))
+		c.EtcdPeer = c.etcdScheme() + "://" + net.JoinHostPort(h, strconv.Itoa(port+1))
 	}
 	if c.EtcdClient == "" {
-		c.EtcdClient = "http://" + net.JoinHostPort(h, strconv.Itoa(port+2))
+		c.EtcdClient = c.etcdScheme() + "://" + net.JoinHostPort(h, strconv.Itoa(port+2))
 	}
-	return c, nil
+	return c, c.checkEtcdSchemes()
 }
 
 // etcdURL normalizes an etcd URL flag: "HOST:PORT" means http://HOST:PORT.
@@ -687,8 +695,12 @@ func startMember(c *pcluster.Cluster) (err error) {
 func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Store, error) {
 	cfg := h.cfg
 	var client *clientv3.Client
+	etcdTLS, etcdClientTLS, err := h.etcdTLS() // etcdtls.go
+	if err != nil {
+		return nil, err
+	}
 	if len(cfg.EtcdEndpoints) > 0 {
-		c, err := cluster.ConnectEtcd(ctx, cfg.EtcdEndpoints, 10*time.Second, h.logger)
+		c, err := cluster.ConnectEtcdTLS(ctx, cfg.EtcdEndpoints, etcdClientTLS, 10*time.Second, h.logger)
 		if err != nil {
 			return nil, err
 		}
@@ -705,6 +717,7 @@ func (h *Host) startMetadata(ctx context.Context, memberID string) (*cluster.Sto
 			// may start later, or a restarted member may be cut off).
 			ReadyTimeout: -1,
 			Limiter:      h.conns,
+			TLS:          etcdTLS,
 			Logger:       h.logger.WithField("component", "etcd"),
 		})
 		if err != nil {

@@ -156,10 +156,12 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", host.DefaultKafkaListen,
 		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "",
-		"PEM certificate of this host (with --tls-key, --tls-ca: TLS on the Kafka listener, and on the actor remote with --remote-tls; `actorlog certs init` makes them; SIGHUP reloads them)")
+		"PEM certificate of this host (with --tls-key, --tls-ca: TLS on the Kafka listener, on the actor remote with --remote-tls and on the embedded etcd with --etcd-tls; `actorlog certs init` makes them; SIGHUP reloads them)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&cfg.RemoteTLS, "remote-tls", false,
 		"the actor remote (host<->host, client<->host) speaks TLS with --tls-cert and requires a verified certificate of every peer (clients then need one too); --tls-cert must be a host certificate for --name")
+	f.BoolVar(&cfg.EtcdTLS, "etcd-tls", false,
+		"the embedded etcd's client and peer ports speak TLS with --tls-cert and require a certificate of --tls-ca (peers: of an --initial-cluster member); every etcd URL is then https:// (HOST:PORT flags default to it); --tls-cert must be a host certificate for --name")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM CA certificates that client certificates are verified against")
 	f.StringVar(&cfg.KafkaClientAuth, "kafka-client-auth", host.KafkaClientAuthNone,
 		"client certificates on the TLS Kafka listener: none, request (verified if sent; its CN names the principal) or require")

@@ -258,8 +258,8 @@ func (f *adminFlags) register(pf *pflag.FlagSet, etcdUsage string) {
 	pf.StringVar(&f.saslMechanism, "sasl-mechanism", kafka.MechanismScramSHA512, "SASL mechanism to authenticate to the listener with, when --sasl-user is set: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
 	pf.StringVar(&f.saslUser, "sasl-user", "", "user to authenticate to the listener as (none: no SASL)")
 	pf.StringVar(&f.saslPassword, "sasl-password", "", "password of --sasl-user (also ACTORLOG_SASL_PASSWORD)")
-	pf.StringVar(&f.tlsCA, "tls-ca", "", "PEM CA certificates to verify the listener with (set: connect with TLS)")
-	pf.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate, for a listener that requires one")
+	pf.StringVar(&f.tlsCA, "tls-ca", "", "PEM CA certificates to verify the listener with (set: connect with TLS), or the members of https --etcd-endpoints")
+	pf.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate, for a listener that requires one (or for https --etcd-endpoints: any certificate of the cluster's CA)")
 	pf.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
 	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "name to verify the listener's certificate against (default: the host of --kafka-bootstrap)")
 }
@@ -290,7 +290,11 @@ func withAdminConn(g *globals, f adminFlags, fn func(ctx context.Context, c admi
 		if err != nil {
 			return fmt.Errorf("--etcd-endpoints: %w", err)
 		}
-		client, err := cluster.ConnectEtcd(ctx, eps, 10*time.Second, log)
+		tlsCfg, err := f.etcdTLS(eps) // etcdtls.go
+		if err != nil {
+			return err
+		}
+		client, err := cluster.ConnectEtcdTLS(ctx, eps, tlsCfg, 10*time.Second, log)
 		if err != nil {
 			return err
 		}
