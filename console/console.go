@@ -39,9 +39,11 @@
 //
 // JSON endpoints (GET; errors are {"error": "..."} with the status):
 //
-//	/api/v1/cluster        ClusterView: {"controller_id", "controller_epoch",
+//	/api/v1/cluster        ClusterView: {"controller_id", "controller_name",
+//	                       "controller_epoch",
 //	                       "hosts": [{"name", "id", "address", "http_address",
-//	                       "kafka_address", "alive", "broker_epoch",
+//	                       "kafka_address", "alive", "broker_epoch" (a string:
+//	                       epochs exceed 2^53),
 //	                       "controller", "leaders", "replicas"}], "topics",
 //	                       "partitions", "under_replicated", "offline",
 //	                       "under_min_isr", "warning"}

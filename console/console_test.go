@@ -319,8 +319,16 @@ func TestClusterPageAndAPI(t *testing.T) {
 	srv, _, _ := newTestConsole(t, false)
 	var v ClusterView
 	getJSON(t, srv, "/api/v1/cluster", http.StatusOK, &v)
-	if v.ControllerID != 1 || v.ControllerEpoch != 7 || len(v.Hosts) != 3 || v.Topics != 2 || v.Partitions != 4 {
+	if v.ControllerID != 1 || v.ControllerName != "alpha" || v.ControllerEpoch != 7 || len(v.Hosts) != 3 || v.Topics != 2 || v.Partitions != 4 {
 		t.Fatalf("cluster view %+v", v)
+	}
+	// Epochs go out as strings: JavaScript would round one above 2^53.
+	var raw struct {
+		Hosts []map[string]any `json:"hosts"`
+	}
+	getJSON(t, srv, "/api/v1/cluster", http.StatusOK, &raw)
+	if e, ok := raw.Hosts[0]["broker_epoch"].(string); !ok || e != "11" {
+		t.Fatalf("broker_epoch %#v, want the string \"11\"", raw.Hosts[0]["broker_epoch"])
 	}
 	// orders-0 lacks 3 in its ISR, orders-1 lacks two (and is under min
 	// ISR 2), orders-2 has no leader and is under min ISR.

@@ -35,7 +35,10 @@ const (
 
 // ClusterView is /api/v1/cluster.
 type ClusterView struct {
-	ControllerID    int32      `json:"controller_id"`
+	ControllerID int32 `json:"controller_id"`
+	// ControllerName is the controller's host name; "none elected" when
+	// there is none, "host N" when its host is not registered.
+	ControllerName  string     `json:"controller_name"`
 	ControllerEpoch int64      `json:"controller_epoch"`
 	Hosts           []HostView `json:"hosts"`
 	Topics          int        `json:"topics"`
@@ -57,8 +60,10 @@ type HostView struct {
 	HTTPAddress  string `json:"http_address"`
 	KafkaAddress string `json:"kafka_address"`
 	Alive        bool   `json:"alive"`
-	BrokerEpoch  *int64 `json:"broker_epoch"`
-	Controller   bool   `json:"controller"`
+	// BrokerEpoch is a JSON string: epochs exceed 2^53, where a
+	// JavaScript number would round them.
+	BrokerEpoch *int64 `json:"broker_epoch,string"`
+	Controller  bool   `json:"controller"`
 	// Leaders and Replicas count the partitions it leads and holds.
 	Leaders  int `json:"leaders"`
 	Replicas int `json:"replicas"`
@@ -227,6 +232,15 @@ func (c *Console) cluster(ctx context.Context) (*ClusterView, error) {
 	}
 	for _, h := range d.DownHosts {
 		v.Hosts = append(v.Hosts, HostView{Name: h.Name, ID: h.HostId, Leaders: leaders[h.HostId], Replicas: replicas[h.HostId]})
+	}
+	v.ControllerName = "none elected"
+	if v.ControllerID >= 0 {
+		v.ControllerName = fmt.Sprintf("host %d", v.ControllerID)
+		for _, h := range v.Hosts {
+			if h.ID == v.ControllerID && h.Name != "" {
+				v.ControllerName = h.Name
+			}
+		}
 	}
 	v.Warning = v.UnderReplicated > 0 || v.Offline > 0 || v.UnderMinISR > 0 || v.ControllerID < 0
 	return v, nil
