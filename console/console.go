@@ -23,14 +23,33 @@
 //	/ui/topics/{name}             partitions (leader, replicas, ISR,
 //	                              adding/removing, log start/end), a
 //	                              produce-rate sparkline, the record
-//	                              browser form, add-partitions and delete
+//	                              browser form, produce a test record,
+//	                              alter configs, add-partitions and delete
 //	/ui/topics/{name}/records     the record browser (query as the API's)
 //	POST /ui/topics/{name}/partitions   total=N
 //	POST /ui/topics/{name}/delete       confirm=NAME (must repeat the name)
+//	POST /ui/topics/{name}/configs      set="k=v" lines, delete=KEY
+//	                                    (repeated): the overrides with set
+//	                                    applied and delete removed replace
+//	                                    them (`topics alter --config`);
+//	                                    checked by cluster.ValidateTopicConfigs
+//	POST /ui/topics/{name}/produce      key (empty: none), value (at most
+//	                                    MaxProduceValueBytes), headers
+//	                                    "k=v" lines, partition (empty: by
+//	                                    key); acks=all; the topic page then
+//	                                    shows the partition and offset
 //	/ui/groups                    groups: state, members, total lag
 //	/ui/groups/{id}               members and assignments, per partition
 //	                              committed offset, log end, lag; a lag
-//	                              sparkline
+//	                              sparkline; reset offsets
+//	POST /ui/groups/{id}/reset-offsets  to=earliest|latest|offset|datetime,
+//	                                    offset=O, datetime=RFC 3339,
+//	                                    topic (empty: every topic the group
+//	                                    has committed), partition (optional,
+//	                                    with a topic), confirm=ID (must
+//	                                    repeat the id); as `groups
+//	                                    reset-offsets`, only while the group
+//	                                    has no members (else 409)
 //
 // Every POST carries the per-process token of the page's form (field
 // "csrf") and, when the browser sends Origin or Sec-Fetch-Site, must come
@@ -88,8 +107,10 @@
 //	                       "lag", "member_id", "error"}], "total_lag"}
 //
 // Bad input (a malformed topic name, partition, offset, limit, format, a
-// form field) is a 400 naming the field; an unknown topic, partition or
-// group a 404; a cluster that does not answer a 503.
+// form field) is a 400 naming the field and changes nothing; an unknown
+// topic, partition or group a 404; a cluster that does not answer a 503.
+// changes.go lists the checks of the alter-configs, produce and
+// reset-offsets forms.
 //
 // A Console is safe for concurrent use; each request is bounded by
 // Config.Timeout.
@@ -111,6 +132,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -140,10 +162,28 @@ type RecordReader interface {
 }
 
 // TopicAdmin changes topics (*client.Client implements it).
+// AlterTopicConfigs replaces all of a topic's config overrides.
 type TopicAdmin interface {
 	CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, configs map[string]string) (*messages.TopicMetadata, error)
 	CreatePartitions(ctx context.Context, name string, total int32) (*messages.TopicMetadata, error)
 	DeleteTopic(ctx context.Context, name string) error
+	AlterTopicConfigs(ctx context.Context, name string, configs map[string]string) (*messages.TopicMetadata, error)
+}
+
+// GroupAdmin moves a group's committed offsets of a topic, as `actorlog
+// groups reset-offsets` does (*client.Client implements it): both refuse
+// a group with members (client.ErrGroupNotEmpty); PlanResetOffsets only
+// resolves the new offsets, ResetOffsets commits them.
+type GroupAdmin interface {
+	PlanResetOffsets(ctx context.Context, group, topic string, partitions []int32, target client.ResetTarget) ([]client.CommitOffset, error)
+	ResetOffsets(ctx context.Context, group, topic string, partitions []int32, target client.ResetTarget) ([]client.CommitOffset, error)
+}
+
+// RecordProducer produces one record (msg.Callback is ignored) and waits
+// for its delivery: the partition and offset it got, or why it failed
+// (FromClient adapts a *client.Client).
+type RecordProducer interface {
+	Produce(ctx context.Context, msg producer.Send) (producer.Delivered, error)
 }
 
 // GroupReader reads consumer groups (*client.Client implements it).
@@ -155,16 +195,49 @@ type GroupReader interface {
 
 // Sources are where the console's data comes from. All are required.
 type Sources struct {
-	Cluster ClusterReader
-	Offsets OffsetReader
-	Records RecordReader
-	Admin   TopicAdmin
-	Groups  GroupReader
+	Cluster    ClusterReader
+	Offsets    OffsetReader
+	Records    RecordReader
+	Admin      TopicAdmin
+	Groups     GroupReader
+	GroupAdmin GroupAdmin
+	Producer   RecordProducer
 }
 
 // FromClient returns Sources that all go through c.
 func FromClient(c *client.Client) Sources {
-	return Sources{Cluster: c, Offsets: c, Records: clientRecords{c}, Admin: c, Groups: c}
+	return Sources{Cluster: c, Offsets: c, Records: clientRecords{c}, Admin: c, Groups: c, GroupAdmin: c, Producer: clientProducer{c}}
+}
+
+// clientProducer produces each record with a producer actor of its own,
+// as `actorlog produce` does (acks=all), stopped once the record is
+// delivered: test records are rare, and no actor outlives the request.
+type clientProducer struct{ c *client.Client }
+
+// produceCloseTimeout bounds stopping a record's producer actor.
+const produceCloseTimeout = 5 * time.Second
+
+func (p clientProducer) Produce(ctx context.Context, msg producer.Send) (producer.Delivered, error) {
+	pr, err := producer.New(p.c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL})
+	if err != nil {
+		return producer.Delivered{}, fmt.Errorf("start producer: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), produceCloseTimeout)
+		defer cancel()
+		if err := pr.Close(cctx); err != nil {
+			p.c.Logger().WithError(err).WithField("topic", msg.Topic).Warn("console: stop the test record's producer")
+		}
+	}()
+	done := make(chan producer.Delivered, 1)
+	msg.Callback = func(d producer.Delivered) { done <- d }
+	pr.ProduceAsync(&msg)
+	select {
+	case d := <-done:
+		return d, d.Err
+	case <-ctx.Done():
+		return producer.Delivered{}, fmt.Errorf("waiting for delivery: %w", ctx.Err())
+	}
 }
 
 // clientRecords fetches through a client as a consumer does: from the
@@ -220,8 +293,8 @@ type Console struct {
 // New checks cfg and parses the embedded templates.
 func New(cfg Config) (*Console, error) {
 	s := cfg.Sources
-	if s.Cluster == nil || s.Offsets == nil || s.Records == nil || s.Admin == nil || s.Groups == nil {
-		return nil, errors.New("console: every source (Cluster, Offsets, Records, Admin, Groups) is required")
+	if s.Cluster == nil || s.Offsets == nil || s.Records == nil || s.Admin == nil || s.Groups == nil || s.GroupAdmin == nil || s.Producer == nil {
+		return nil, errors.New("console: every source (Cluster, Offsets, Records, Admin, Groups, GroupAdmin, Producer) is required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -273,8 +346,11 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /ui/topics/{name}/records", c.page("records", c.recordsPage))
 	m.HandleFunc("POST /ui/topics/{name}/partitions", c.form(c.addPartitions))
 	m.HandleFunc("POST /ui/topics/{name}/delete", c.form(c.deleteTopic))
+	m.HandleFunc("POST /ui/topics/{name}/configs", c.form(c.alterConfigs))
+	m.HandleFunc("POST /ui/topics/{name}/produce", c.formLimit(maxProduceFormBytes, c.produceRecord))
 	m.HandleFunc("GET /ui/groups", c.page("groups", c.groupsPage))
 	m.HandleFunc("GET /ui/groups/{id}", c.page("group", c.groupPage))
+	m.HandleFunc("POST /ui/groups/{id}/reset-offsets", c.form(c.resetOffsets))
 	m.Handle("GET /ui/static/", c.static)
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, notFound("no console page %s", r.URL.Path))

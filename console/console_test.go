@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/group"
+	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -40,6 +42,8 @@ type fakeCluster struct {
 	described map[string]*messages.DescribedGroup
 	lags      map[string][]client.PartitionLag
 	calls     []string // admin calls made
+	// produceErr fails Produce, after the producer was asked.
+	produceErr error
 }
 
 func tpKey(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
@@ -241,6 +245,70 @@ func (f *fakeCluster) GroupLag(_ context.Context, id string, _ ...*messages.Topi
 	return f.lags[id], nil
 }
 
+func (f *fakeCluster) AlterTopicConfigs(_ context.Context, name string, configs map[string]string) (*messages.TopicMetadata, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("alter %s %v", name, configs))
+	t, ok := f.topics[name]
+	if !ok {
+		return nil, messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION.Err("topic " + name)
+	}
+	// A new topic: pages being rendered may still read the old one.
+	f.topics[name] = &messages.TopicMetadataResponse{Name: t.Name, ReplicationFactor: t.ReplicationFactor, Partitions: t.Partitions, Configs: maps.Clone(configs)}
+	return &messages.TopicMetadata{Name: name, Configs: configs}, nil
+}
+
+// PlanResetOffsets refuses a group with members and an unknown topic, as
+// the client does; it changes nothing.
+func (f *fakeCluster) PlanResetOffsets(_ context.Context, id, topic string, partitions []int32, target client.ResetTarget) ([]client.CommitOffset, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.described[id]; ok && d.GroupState != "Empty" && d.GroupState != "Dead" {
+		return nil, fmt.Errorf("%w: group %q is %s with %d member(s); stop its consumers first", client.ErrGroupNotEmpty, id, d.GroupState, len(d.Members))
+	}
+	t, ok := f.topics[topic]
+	if !ok {
+		return nil, messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION.Err("topic " + topic)
+	}
+	parts := partitions
+	if len(parts) == 0 {
+		for _, p := range t.Partitions {
+			parts = append(parts, p.Partition)
+		}
+	}
+	var plan []client.CommitOffset
+	for _, p := range parts {
+		plan = append(plan, client.CommitOffset{Topic: topic, Partition: p, LeaderEpoch: -1})
+	}
+	return plan, nil
+}
+
+func (f *fakeCluster) ResetOffsets(ctx context.Context, id, topic string, partitions []int32, target client.ResetTarget) ([]client.CommitOffset, error) {
+	plan, err := f.PlanResetOffsets(ctx, id, topic, partitions, target)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("reset %s %s %v %v", id, topic, partitions, target))
+	return plan, nil
+}
+
+// Produce appends msg to its partition (0 for any) and reports its offset.
+func (f *fakeCluster) Produce(_ context.Context, msg producer.Send) (producer.Delivered, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("produce %s %d key=%q value=%d bytes headers=%d", msg.Topic, msg.Partition, msg.Key, len(msg.Value), len(msg.Headers)))
+	if f.produceErr != nil {
+		return producer.Delivered{Offset: -1, Err: f.produceErr}, f.produceErr
+	}
+	p := max(msg.Partition, 0)
+	k := tpKey(msg.Topic, p)
+	off := f.start[k] + int64(len(f.records[k]))
+	f.records[k] = append(f.records[k], record.Record{Key: msg.Key, Value: msg.Value, Headers: msg.Headers})
+	return producer.Delivered{Topic: msg.Topic, Partition: p, Offset: off}, nil
+}
+
 func (f *fakeCluster) adminCalls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -251,7 +319,7 @@ func (f *fakeCluster) adminCalls() []string {
 func newTestConsole(t *testing.T, readOnly bool) (*httptest.Server, *fakeCluster, *Console) {
 	t.Helper()
 	f := newFake()
-	c, err := New(Config{Sources: Sources{Cluster: f, Offsets: f, Records: f, Admin: f, Groups: f}, ReadOnly: readOnly})
+	c, err := New(Config{Sources: Sources{Cluster: f, Offsets: f, Records: f, Admin: f, Groups: f, GroupAdmin: f, Producer: f}, ReadOnly: readOnly})
 	if err != nil {
 		t.Fatalf("new console: %v", err)
 	}
@@ -743,6 +811,27 @@ func TestReadOnlyConsoleRefusesForms(t *testing.T) {
 	if code != http.StatusForbidden || len(f.adminCalls()) != 0 {
 		t.Fatalf("read-only delete: %d, calls %q", code, f.adminCalls())
 	}
+	for _, form := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/ui/topics/orders/configs", url.Values{"csrf": {c.token}, "set": {"retention.ms=1000"}}},
+		{"/ui/topics/orders/produce", url.Values{"csrf": {c.token}, "value": {"v"}}},
+		{"/ui/groups/audit/reset-offsets", url.Values{"csrf": {c.token}, "confirm": {"audit"}, "to": {"earliest"}}},
+	} {
+		code, _, body := post(t, srv, form.path, form.form, nil)
+		if code != http.StatusForbidden || !strings.Contains(body, "read-only") || len(f.adminCalls()) != 0 {
+			t.Fatalf("read-only POST %s: %d, calls %q", form.path, code, f.adminCalls())
+		}
+	}
+	for _, page := range []string{"/ui/topics/orders", "/ui/groups/audit"} {
+		body := getPage(t, srv, page, http.StatusOK)
+		for _, id := range []string{`<form id="produce"`, `<form id="alter-configs"`, `<form id="reset-offsets"`} {
+			if strings.Contains(body, id) {
+				t.Errorf("read-only %s shows %s", page, id)
+			}
+		}
+	}
 }
 
 func TestRenderBytes(t *testing.T) {
@@ -781,5 +870,210 @@ func TestStatusOf(t *testing.T) {
 		if got := statusOf(tc.err); got != tc.want {
 			t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// formCase is one refused submission of a form.
+type formCase struct {
+	name    string
+	path    string
+	form    url.Values
+	headers map[string]string
+	status  int
+	want    string
+}
+
+// checkRefused posts each case and checks its status and that the page
+// names want.
+func checkRefused(t *testing.T, srv *httptest.Server, cases []formCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := post(t, srv, tc.path, tc.form, tc.headers)
+			if code != tc.status || !strings.Contains(body, tc.want) {
+				t.Fatalf("status %d, want %d naming %q: %s", code, tc.status, tc.want, body)
+			}
+		})
+	}
+}
+
+// with returns a copy of base with the given fields set.
+func with(base url.Values, kv ...string) url.Values {
+	v := url.Values{}
+	for k, vs := range base {
+		v[k] = slices.Clone(vs)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
+func TestAlterConfigsForm(t *testing.T) {
+	srv, f, _ := newTestConsole(t, false)
+	getPage(t, srv, "/ui/topics/orders", http.StatusOK, `<form id="alter-configs"`, `action="/ui/topics/orders/configs"`,
+		`<input type="checkbox" name="delete" value="min.insync.replicas">`, "<code>retention.ms</code>")
+	tok := formToken(t, srv)
+	base := url.Values{"csrf": {tok}, "set": {"retention.ms=60000"}}
+	path := "/ui/topics/orders/configs"
+	checkRefused(t, srv, []formCase{
+		{"no token", path, with(base, "csrf", ""), nil, http.StatusForbidden, "form token"},
+		{"other origin", path, base, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, "cross-origin"},
+		{"cross site", path, base, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, "cross-site"},
+		{"nothing to change", path, with(base, "set", " \n"), nil, http.StatusBadRequest, "nothing to change"},
+		{"bad set line", path, with(base, "set", "retention.ms"), nil, http.StatusBadRequest, "set: config"},
+		{"unknown key", path, with(base, "set", "no.such.config=1"), nil, http.StatusBadRequest, "set: "},
+		{"bad value", path, with(base, "set", "retention.ms=soon"), nil, http.StatusBadRequest, "retention.ms"},
+		{"max.message.bytes above the limit", path, with(base, "set", "max.message.bytes=1000000000"), nil, http.StatusBadRequest, "max.message.bytes"},
+		{"delete of no override", path, url.Values{"csrf": {tok}, "delete": {"retention.ms"}}, nil, http.StatusBadRequest, "delete: &#34;retention.ms&#34; is not a config override"},
+		{"set and delete", path, with(base, "set", "min.insync.replicas=1", "delete", "min.insync.replicas"), nil, http.StatusBadRequest, "also set"},
+		{"bad topic name", "/ui/topics/bad%21/configs", base, nil, http.StatusBadRequest, "topic name"},
+		{"unknown topic", "/ui/topics/nope/configs", base, nil, http.StatusNotFound, "does not exist"},
+	})
+	if calls := f.adminCalls(); len(calls) != 0 {
+		t.Fatalf("refused forms reached the cluster: %q", calls)
+	}
+	if cfg := f.topics["orders"].Configs; len(cfg) != 1 || cfg["min.insync.replicas"] != "2" {
+		t.Fatalf("configs changed by refused forms: %v", cfg)
+	}
+
+	code, loc, body := post(t, srv, path, with(base, "set", "retention.ms=60000\r\ncleanup.policy=compact", "delete", "min.insync.replicas"),
+		map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"})
+	if code != http.StatusSeeOther || loc != "/ui/topics/orders?done=configs" {
+		t.Fatalf("alter: %d to %q: %s", code, loc, body)
+	}
+	if calls := f.adminCalls(); len(calls) != 1 || calls[0] != "alter orders map[cleanup.policy:compact retention.ms:60000]" {
+		t.Fatalf("alter calls %q", calls)
+	}
+	getPage(t, srv, loc, http.StatusOK, "Configs updated.", "<code>retention.ms=60000</code>")
+	// Setting one key keeps the other overrides.
+	code, _, body = post(t, srv, path, with(base, "set", "retention.ms=1000"), nil)
+	if calls := f.adminCalls(); code != http.StatusSeeOther || calls[len(calls)-1] != "alter orders map[cleanup.policy:compact retention.ms:1000]" {
+		t.Fatalf("set one key: %d, calls %q: %s", code, calls, body)
+	}
+}
+
+func TestProduceForm(t *testing.T) {
+	srv, f, _ := newTestConsole(t, false)
+	getPage(t, srv, "/ui/topics/orders", http.StatusOK, `<form id="produce"`, `action="/ui/topics/orders/produce"`)
+	tok := formToken(t, srv)
+	base := url.Values{"csrf": {tok}, "key": {"k1"}, "value": {`{"n":1}`}, "headers": {"source=console\ntrace=a=b"}, "partition": {"1"}}
+	path := "/ui/topics/orders/produce"
+	manyHeaders := strings.Repeat("h=v\n", MaxProduceHeaders+1)
+	checkRefused(t, srv, []formCase{
+		{"no token", path, with(base, "csrf", ""), nil, http.StatusForbidden, "form token"},
+		{"other origin", path, base, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, "cross-origin"},
+		{"value too large", path, with(base, "value", strings.Repeat("v", MaxProduceValueBytes+1)), nil, http.StatusBadRequest, "value: 1048577 bytes"},
+		{"key too large", path, with(base, "key", strings.Repeat("k", MaxProduceKeyBytes+1)), nil, http.StatusBadRequest, "key: "},
+		{"bad header line", path, with(base, "headers", "no-equals"), nil, http.StatusBadRequest, "headers: line"},
+		{"empty header key", path, with(base, "headers", "=v"), nil, http.StatusBadRequest, "headers: line"},
+		{"too many headers", path, with(base, "headers", manyHeaders), nil, http.StatusBadRequest, "headers: more than 64"},
+		{"header bytes", path, with(base, "headers", "h="+strings.Repeat("x", MaxProduceHeaderBytes)), nil, http.StatusBadRequest, "headers: more than 65536 bytes"},
+		{"negative partition", path, with(base, "partition", "-1"), nil, http.StatusBadRequest, "partition"},
+		{"partition not a number", path, with(base, "partition", "one"), nil, http.StatusBadRequest, "partition"},
+		{"partition out of range", path, with(base, "partition", "3"), nil, http.StatusBadRequest, "partition 3 out of range: topic orders has partitions 0..2"},
+		{"bad topic name", "/ui/topics/bad%21/produce", base, nil, http.StatusBadRequest, "topic name"},
+		{"unknown topic", "/ui/topics/nope/produce", base, nil, http.StatusNotFound, "does not exist"},
+	})
+	if calls := f.adminCalls(); len(calls) != 0 {
+		t.Fatalf("refused forms reached the producer: %q", calls)
+	}
+
+	code, loc, body := post(t, srv, path, base, map[string]string{"Origin": srv.URL})
+	if code != http.StatusSeeOther || loc != "/ui/topics/orders?done=produced&partition=1&offset=0" {
+		t.Fatalf("produce: %d to %q: %s", code, loc, body)
+	}
+	recs := f.records[tpKey("orders", 1)]
+	if len(recs) != 1 || string(recs[0].Key) != "k1" || string(recs[0].Value) != `{"n":1}` || len(recs[0].Headers) != 2 ||
+		recs[0].Headers[1].Key != "trace" || string(recs[0].Headers[1].Value) != "a=b" {
+		t.Fatalf("produced %+v", recs)
+	}
+	getPage(t, srv, loc, http.StatusOK, "Record produced to partition 1 at offset 0.", `href="/ui/topics/orders/records?partition=1&amp;offset=0&amp;limit=1"`)
+
+	// No partition and no key: the producer's partitioner picks; an empty
+	// key is no key.
+	code, _, body = post(t, srv, path, url.Values{"csrf": {tok}, "value": {"plain"}}, nil)
+	if calls := f.adminCalls(); code != http.StatusSeeOther || calls[len(calls)-1] != `produce orders -1 key="" value=5 bytes headers=0` {
+		t.Fatalf("produce without partition: %d, calls %q: %s", code, calls, body)
+	}
+	if recs := f.records[tpKey("orders", 0)]; len(recs) != 1 || recs[0].Key != nil {
+		t.Fatalf("keyless record %+v", recs)
+	}
+	// The largest value allowed goes through.
+	code, _, body = post(t, srv, path, with(base, "value", strings.Repeat("v", MaxProduceValueBytes)), nil)
+	if code != http.StatusSeeOther {
+		t.Fatalf("produce 1 MiB: %d: %s", code, body)
+	}
+
+	// A record the cluster refuses: its error, as a 400.
+	f.produceErr = messages.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE.Err("batch above max.message.bytes")
+	n := len(f.records[tpKey("orders", 1)])
+	code, _, body = post(t, srv, path, base, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "MESSAGE_TOO_LARGE") || len(f.records[tpKey("orders", 1)]) != n {
+		t.Fatalf("refused record: %d: %s", code, body)
+	}
+}
+
+func TestResetOffsetsForm(t *testing.T) {
+	srv, f, _ := newTestConsole(t, false)
+	getPage(t, srv, "/ui/groups/audit", http.StatusOK, `<form id="reset-offsets"`, `action="/ui/groups/audit/reset-offsets"`, `<option value="logs">logs</option>`)
+	tok := formToken(t, srv)
+	base := url.Values{"csrf": {tok}, "confirm": {"audit"}, "to": {"earliest"}}
+	path := "/ui/groups/audit/reset-offsets"
+	f.described["fresh"] = &messages.DescribedGroup{GroupId: "fresh", GroupState: "Empty", ProtocolType: "consumer"}
+	checkRefused(t, srv, []formCase{
+		{"no token", path, with(base, "csrf", ""), nil, http.StatusForbidden, "form token"},
+		{"other origin", path, base, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, "cross-origin"},
+		{"cross site", path, base, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, "cross-site"},
+		{"no confirmation", path, with(base, "confirm", "aud"), nil, http.StatusBadRequest, "confirm: type the group"},
+		{"no target", path, with(base, "to", ""), nil, http.StatusBadRequest, "to &#34;&#34;: want earliest, latest, offset or datetime"},
+		{"unknown target", path, with(base, "to", "middle"), nil, http.StatusBadRequest, "to &#34;middle&#34;"},
+		{"negative offset", path, with(base, "to", "offset", "offset", "-1"), nil, http.StatusBadRequest, "offset &#34;-1&#34;"},
+		{"offset not a number", path, with(base, "to", "offset", "offset", ""), nil, http.StatusBadRequest, "offset &#34;&#34;"},
+		{"bad datetime", path, with(base, "to", "datetime", "datetime", "2026-01-02 15:04"), nil, http.StatusBadRequest, "RFC 3339"},
+		{"partition without topic", path, with(base, "partition", "0"), nil, http.StatusBadRequest, "partition: choose a topic"},
+		{"bad partition", path, with(base, "topic", "orders", "partition", "-2"), nil, http.StatusBadRequest, "partition"},
+		{"partition out of range", path, with(base, "topic", "orders", "partition", "3"), nil, http.StatusBadRequest, "partition 3 out of range"},
+		{"bad topic", path, with(base, "topic", "no spaces"), nil, http.StatusBadRequest, "topic: "},
+		{"unknown topic", path, with(base, "topic", "nope"), nil, http.StatusNotFound, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{"group with members", "/ui/groups/billing/reset-offsets", with(base, "confirm", "billing"), nil, http.StatusConflict, "has members"},
+		{"no committed offsets", "/ui/groups/fresh/reset-offsets", with(base, "confirm", "fresh"), nil, http.StatusBadRequest, "has no committed offsets"},
+		{"bad group id", "/ui/groups/%20/reset-offsets", with(base, "confirm", " "), nil, http.StatusBadRequest, "group id"},
+	})
+	// Every topic is checked before any is reset: a topic that is gone
+	// refuses the whole reset.
+	f.lags["audit"] = append(slices.Clone(f.lags["audit"]), client.PartitionLag{Topic: "zzz-gone", Partition: 0, Committed: 2, LogEnd: -1, Lag: -1})
+	checkRefused(t, srv, []formCase{{"a topic gone", path, base, nil, http.StatusNotFound, "nothing changed"}})
+	if calls := f.adminCalls(); len(calls) != 0 {
+		t.Fatalf("refused forms reset offsets: %q", calls)
+	}
+	f.lags["audit"] = f.lags["audit"][:1]
+
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		loc  string
+		call string
+	}{
+		{"every topic to earliest", base, "/ui/groups/audit?done=reset&n=1", "reset audit logs [] earliest"},
+		{"one topic to latest", with(base, "to", "latest", "topic", "orders"), "/ui/groups/audit?done=reset&n=3", "reset audit orders [] latest"},
+		{"one partition to an offset", with(base, "to", "offset", "offset", "5", "topic", "orders", "partition", "1"), "/ui/groups/audit?done=reset&n=1", "reset audit orders [1] offset 5"},
+		{"to a datetime", with(base, "to", "datetime", "datetime", "2026-01-02T15:04:05+01:00"), "/ui/groups/audit?done=reset&n=1", "reset audit logs [] datetime 2026-01-02T14:04:05Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, loc, body := post(t, srv, path, tc.form, map[string]string{"Origin": srv.URL})
+			if code != http.StatusSeeOther || loc != tc.loc {
+				t.Fatalf("reset: %d to %q, want %q: %s", code, loc, tc.loc, body)
+			}
+			if calls := f.adminCalls(); calls[len(calls)-1] != tc.call {
+				t.Fatalf("calls %q, want last %q", calls, tc.call)
+			}
+		})
+	}
+	getPage(t, srv, "/ui/groups/audit?done=reset&n=3", http.StatusOK, "Offsets reset: 3 partition(s).")
+	// A crafted notice link carries numbers only.
+	body := getPage(t, srv, "/ui/groups/audit?done=reset&n=%3Cb%3E", http.StatusOK, "Offsets reset.")
+	if strings.Contains(body, "&lt;b&gt;") {
+		t.Fatal("the notice shows text from the link")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -62,15 +63,20 @@ func statusOf(err error) int {
 		case messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION, messages.ErrorCode_ERROR_CODE_INVALID_PARTITIONS,
 			messages.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR, messages.ErrorCode_ERROR_CODE_INVALID_CONFIG,
 			messages.ErrorCode_ERROR_CODE_INVALID_REQUEST, messages.ErrorCode_ERROR_CODE_POLICY_VIOLATION,
-			messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE, messages.ErrorCode_ERROR_CODE_INVALID_GROUP_ID:
+			messages.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE, messages.ErrorCode_ERROR_CODE_INVALID_GROUP_ID,
+			messages.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE, messages.ErrorCode_ERROR_CODE_RECORD_LIST_TOO_LARGE,
+			messages.ErrorCode_ERROR_CODE_INVALID_RECORD:
 			return http.StatusBadRequest
 		case messages.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED:
 			return http.StatusForbidden
 		}
 		return http.StatusServiceUnavailable
 	}
-	if errors.Is(err, cluster.ErrInvalidTopic) || errors.Is(err, cluster.ErrInvalidConfig) {
+	if errors.Is(err, cluster.ErrInvalidTopic) || errors.Is(err, cluster.ErrInvalidConfig) || errors.Is(err, producer.ErrRecordTooLarge) {
 		return http.StatusBadRequest
+	}
+	if errors.Is(err, client.ErrGroupNotEmpty) {
+		return http.StatusConflict
 	}
 	if errors.Is(err, client.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusServiceUnavailable
@@ -128,7 +134,9 @@ type pageData struct {
 	CSRF     string
 	ReadOnly bool
 	Notice   string
-	Data     any
+	// NoticeLink, when set, follows the notice ("see it").
+	NoticeLink string
+	Data       any
 }
 
 // page renders template name over fn's data.
@@ -136,7 +144,8 @@ func (c *Console) page(name string, fn func(ctx context.Context, r *http.Request
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
 		defer cancel()
-		d := &pageData{Nav: name, CSRF: c.token, ReadOnly: c.cfg.ReadOnly, Notice: notices[r.URL.Query().Get("done")]}
+		d := &pageData{Nav: name, CSRF: c.token, ReadOnly: c.cfg.ReadOnly}
+		d.Notice, d.NoticeLink = notice(r)
 		if err := fn(ctx, r, d); err != nil {
 			c.renderError(w, r, err)
 			return
@@ -150,6 +159,34 @@ var notices = map[string]string{
 	"created":    "Topic created.",
 	"partitions": "Partitions added.",
 	"deleted":    "Topic deleted.",
+	"configs":    "Configs updated.",
+}
+
+// notice is the message a form's redirect asks for: a fixed one, or one
+// with numbers (?done=produced&partition=P&offset=O, ?done=reset&n=N),
+// read as numbers so that a crafted link cannot put words in it.
+func notice(r *http.Request) (msg, link string) {
+	q := r.URL.Query()
+	num := func(k string) (int64, bool) {
+		n, err := strconv.ParseInt(q.Get(k), 10, 64)
+		return n, err == nil && n >= 0
+	}
+	switch q.Get("done") {
+	case "produced":
+		p, okP := num("partition")
+		o, okO := num("offset")
+		if !okP || !okO || p > 1<<31-1 {
+			return "Record produced.", ""
+		}
+		return fmt.Sprintf("Record produced to partition %d at offset %d.", p, o),
+			fmt.Sprintf("%s/records?partition=%d&offset=%d&limit=1", r.URL.Path, p, o)
+	case "reset":
+		if n, ok := num("n"); ok {
+			return fmt.Sprintf("Offsets reset: %d partition(s).", n), ""
+		}
+		return "Offsets reset.", ""
+	}
+	return notices[q.Get("done")], ""
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, d *pageData) {
@@ -178,11 +215,19 @@ func (c *Console) renderError(w http.ResponseWriter, r *http.Request, err error)
 	})
 }
 
+// maxFormBytes bounds the body of a form but the produce form's.
+const maxFormBytes = 64 << 10
+
 // form guards a state-changing POST, then runs fn, which returns where to
 // redirect to.
 func (c *Console) form(fn func(ctx context.Context, r *http.Request) (string, error)) http.HandlerFunc {
+	return c.formLimit(maxFormBytes, fn)
+}
+
+// formLimit is form for a body of at most limit bytes.
+func (c *Console) formLimit(limit int64, fn func(ctx context.Context, r *http.Request) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if err := c.checkCSRF(r); err != nil {
 			c.renderError(w, r, err)
 			return
@@ -387,8 +432,10 @@ func parsePages() (map[string]*template.Template, error) {
 			}
 			return "no"
 		},
-		"inc":     func(n int) int { return n + 1 },
-		"formats": func() []string { return []string{FormatAuto, FormatText, FormatJSON, FormatHex} },
+		"inc":         func(n int) int { return n + 1 },
+		"configKeys":  cluster.TopicConfigKeys,
+		"groupTopics": groupTopics,
+		"formats":     func() []string { return []string{FormatAuto, FormatText, FormatJSON, FormatHex} },
 		"count": func(n *int) string {
 			if n == nil {
 				return "-"

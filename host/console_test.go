@@ -151,6 +151,32 @@ func TestConsoleOnRealHost(t *testing.T) {
 	if len(rv.Records) < 1 || rv.Records[0].Value == nil || *rv.Records[0].Value != "v" || rv.HighWatermark < 1 {
 		t.Fatalf("record browser: %+v", rv)
 	}
+	// The test-record form produces through the real client (acks=all)
+	// and names the offset the record got.
+	code, loc = consolePost(t, h, "/ui/topics/"+topic+"/produce", url.Values{"csrf": {tok}, "key": {"k1"}, "value": {"from-console"}, "partition": {"1"}})
+	if code != http.StatusSeeOther || !strings.Contains(loc, "done=produced&partition=1&offset=0") {
+		t.Fatalf("produce form: %d %q, want 303 to the record at partition 1 offset 0", code, loc)
+	}
+	if err := consoleJSON(t, h, "/api/v1/topics/"+topic+"/records?partition=1&limit=10", http.StatusOK, &rv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rv.Records) != 1 || rv.Records[0].Value == nil || *rv.Records[0].Value != "from-console" || rv.Records[0].Key == nil || *rv.Records[0].Key != "k1" {
+		t.Fatalf("the produced record: %+v", rv.Records)
+	}
+	// The configs form sets an override through the controller.
+	if code, _ := consolePost(t, h, "/ui/topics/"+topic+"/configs", url.Values{"csrf": {tok}, "set": {"retention.ms=3600000"}}); code != http.StatusSeeOther {
+		t.Fatalf("configs form: %d, want 303", code)
+	}
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		var v console.TopicView
+		if err := consoleJSON(t, h, "/api/v1/topics/"+topic, http.StatusOK, &v); err != nil {
+			return err
+		}
+		if v.Configs["retention.ms"] != "3600000" {
+			return fmt.Errorf("configs %v", v.Configs)
+		}
+		return nil
+	})
 	var e struct{ Error string }
 	if err := consoleJSON(t, h, "/api/v1/topics/"+topic+"/records?partition=0&limit=501", http.StatusBadRequest, &e); err != nil {
 		t.Fatal(err)
