@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +17,71 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/internal/acl"
 )
 
-// memACLs is an ACLBackend over cluster.MemACLStore.
-type memACLs struct{ *cluster.MemACLStore }
+// memStore is an in-memory ACL store for these tests, as
+// cluster.MemACLStore but without importing package cluster: that would
+// put etcd into this package's test binary, which CI also builds
+// instrumented for fuzzing (FuzzServeFrame), minutes of compiling.
+type memStore struct {
+	mu       sync.Mutex
+	bindings map[acl.Binding]struct{}
+	// Err, when set, fails every call with it.
+	Err error
+}
+
+func newMemStore() *memStore { return &memStore{bindings: map[acl.Binding]struct{}{}} }
+
+func (m *memStore) AddACLs(_ context.Context, bs []acl.Binding) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Err != nil {
+		return m.Err
+	}
+	for _, b := range bs {
+		if err := b.Validate(); err != nil {
+			return err
+		}
+	}
+	for _, b := range bs {
+		m.bindings[b] = struct{}{}
+	}
+	return nil
+}
+
+// ListACLs returns the bindings f matches, sorted by String.
+func (m *memStore) ListACLs(_ context.Context, f acl.Filter) ([]acl.Binding, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Err != nil {
+		return nil, m.Err
+	}
+	var out []acl.Binding
+	for b := range m.bindings {
+		if f.Matches(b) {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b acl.Binding) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
+}
+
+func (m *memStore) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
+	out, err := m.ListACLs(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range out {
+		delete(m.bindings, b)
+	}
+	return out, nil
+}
+
+// memACLs is an ACLBackend over a memStore.
+type memACLs struct{ *memStore }
 
 func (m memACLs) CreateACLs(ctx context.Context, b []acl.Binding) error {
 	return m.AddACLs(ctx, b)
@@ -32,13 +92,13 @@ func (m memACLs) DescribeACLs(ctx context.Context, f acl.Filter) ([]acl.Binding,
 }
 
 // aclServer starts a server whose ACL APIs use store.
-func aclServer(t *testing.T, store *cluster.MemACLStore) *testServer {
+func aclServer(t *testing.T, store *memStore) *testServer {
 	t.Helper()
 	return startServer(t, func(c *Config) { c.ACLs = memACLs{store} })
 }
 
 // storedACLs lists every binding of store, sorted by String.
-func storedACLs(t *testing.T, store *cluster.MemACLStore) []string {
+func storedACLs(t *testing.T, store *memStore) []string {
 	t.Helper()
 	bs, err := store.ListACLs(context.Background(), acl.Filter{})
 	if err != nil {
@@ -63,7 +123,7 @@ func TestACLAPIsNeedABackend(t *testing.T) {
 	for _, withACLs := range []bool{false, true} {
 		ts := startServer(t, func(c *Config) {
 			if withACLs {
-				c.ACLs = memACLs{cluster.NewMemACLStore()}
+				c.ACLs = memACLs{newMemStore()}
 			}
 		})
 		avs := roundTrip(t, ts, apiVersionsReq(3)).(*kmsg.ApiVersionsResponse)
@@ -89,7 +149,7 @@ func TestACLAPIsNeedABackend(t *testing.T) {
 }
 
 func TestACLsKadm(t *testing.T) {
-	store := cluster.NewMemACLStore()
+	store := newMemStore()
 	ts := aclServer(t, store)
 	adm := kadm.NewClient(kgoClient(t, ts))
 	ctx := testCtx(t)
@@ -238,7 +298,7 @@ func TestCreateACLsInvalid(t *testing.T) {
 		{"bad host", badHost, "host"},
 		{"valid last", creation(kmsg.ACLResourceTypeGroup, "g", kmsg.ACLResourcePatternTypePrefixed, "User:bob", read, allow), ""},
 	}
-	store := cluster.NewMemACLStore()
+	store := newMemStore()
 	ts := aclServer(t, store)
 	for _, v := range []int16{1, 3} { // v0 cannot carry a pattern type
 		req := kmsg.NewPtrCreateACLsRequest()
@@ -275,7 +335,7 @@ func TestCreateACLsInvalid(t *testing.T) {
 // match LITERAL bindings only.
 func TestACLsVersions(t *testing.T) {
 	for v := int16(0); v <= 3; v++ {
-		store := cluster.NewMemACLStore()
+		store := newMemStore()
 		ts := aclServer(t, store)
 		prefixed := acl.Binding{Principal: "User:p", Host: "*", Resource: acl.ResourceTopic, Name: "logs-",
 			Pattern: acl.PatternPrefixed, Operation: acl.OpRead, Permission: acl.Allow}
@@ -335,7 +395,7 @@ func TestACLsVersions(t *testing.T) {
 }
 
 func TestDescribeACLsGroupsByResourcePattern(t *testing.T) {
-	store := cluster.NewMemACLStore()
+	store := newMemStore()
 	ts := aclServer(t, store)
 	b := func(name string, pt acl.PatternType, principal string, op acl.Operation) acl.Binding {
 		return acl.Binding{Principal: principal, Host: "*", Resource: acl.ResourceTopic, Name: name, Pattern: pt, Operation: op, Permission: acl.Allow}
@@ -384,7 +444,7 @@ func TestDescribeACLsGroupsByResourcePattern(t *testing.T) {
 }
 
 func TestDeleteACLsFilters(t *testing.T) {
-	store := cluster.NewMemACLStore()
+	store := newMemStore()
 	ts := aclServer(t, store)
 	read := acl.Binding{Principal: "User:a", Host: "*", Resource: acl.ResourceTopic, Name: "orders",
 		Pattern: acl.PatternLiteral, Operation: acl.OpRead, Permission: acl.Allow}
@@ -442,7 +502,7 @@ func TestDeleteACLsFilters(t *testing.T) {
 }
 
 func TestACLsStoreFailure(t *testing.T) {
-	store := cluster.NewMemACLStore()
+	store := newMemStore()
 	store.Err = errors.New("etcd unreachable")
 	ts := aclServer(t, store)
 

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/internal/acl"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -425,7 +424,7 @@ func authzServer(t *testing.T, auth *acl.Authorizer, denied *[]string) *dataServ
 	return startDataServer(t, map[string]int{"orders": 1}, func(c *Config) {
 		a := newFakeAdmin()
 		a.add("orders", 1, nil)
-		c.Admin, c.PartitionAdmin, c.Groups, c.ACLs = a, &fakePartitionAdmin{}, &fakeGroups{}, memACLs{cluster.NewMemACLStore()}
+		c.Admin, c.PartitionAdmin, c.Groups, c.ACLs = a, &fakePartitionAdmin{}, &fakeGroups{}, memACLs{newMemStore()}
 		c.Authorizer = auth
 		c.OnDenied = func(op acl.Operation, res acl.ResourceType) {
 			mu.Lock()
