@@ -47,6 +47,11 @@ const (
 
 var largeWriteBuffers [maxPooledWriteClass - minPooledWriteClass + 1]sync.Pool
 
+// largeBuffersMade counts the pooled-class buffers allocated because their
+// pool was empty: a pool that works keeps it near the number of responses
+// in flight at once.
+var largeBuffersMade atomic.Int64
+
 // largeBuffer is a pooled response buffer; the holder is pooled with it so
 // that a Put allocates nothing.
 type largeBuffer struct{ b []byte }
@@ -61,6 +66,7 @@ func getLargeBuffer(size int) *largeBuffer {
 	if lb, ok := largeWriteBuffers[class-minPooledWriteClass].Get().(*largeBuffer); ok {
 		return lb
 	}
+	largeBuffersMade.Add(1)
 	return &largeBuffer{b: make([]byte, 0, 1<<class)}
 }
 
