@@ -1,12 +1,18 @@
 // logging.go holds the bridge from zap (what etcd's server and client log
 // with) to logrus (what actorlog logs with): a zapcore.Core that forwards
 // entries at or above a level to a logrus entry, with zap's fields as logrus
-// fields and zap's logger name as the "component" field.
+// fields and zap's logger name as the "component" field. Each message text
+// is logged at most logBurst times per logWindow: a flood of one warning
+// (etcd logs every refused TLS handshake, so anyone who can reach its
+// ports could fill the disk) is cut to a few lines, the next one logged
+// counting what was suppressed.
 
 package cluster
 
 import (
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"go.uber.org/zap"
@@ -19,21 +25,81 @@ import (
 // reports its closed listeners and connections as errors, which they are
 // not.
 func newZapLogger(entry *logrus.Entry, min zapcore.Level, stopping *atomic.Bool) *zap.Logger {
-	return zap.New(&logrusCore{entry: entry, min: min, stopping: stopping})
+	return zap.New(&logrusCore{entry: entry, min: min, stopping: stopping, limit: newLogLimiter(time.Now)})
+}
+
+// The per-message rate limit of the bridge.
+const (
+	logWindow = 10 * time.Second
+	logBurst  = 5
+	// logLimitKeys bounds the messages tracked; etcd's texts are
+	// constants, so it is only reached if one embeds varying data.
+	logLimitKeys = 1024
+)
+
+// logLimiter counts each message text's lines in the current window.
+type logLimiter struct {
+	now func() time.Time
+	mu  sync.Mutex
+	by  map[string]*logCount
+}
+
+type logCount struct {
+	windowStart time.Time
+	logged      int
+	suppressed  int
+}
+
+func newLogLimiter(now func() time.Time) *logLimiter {
+	return &logLimiter{now: now, by: make(map[string]*logCount)}
+}
+
+// allow reports whether a line of msg may be written now and, when it
+// may, how many were suppressed since the last one written.
+func (l *logLimiter) allow(msg string) (ok bool, suppressed int) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.by[msg]
+	if c == nil {
+		if len(l.by) >= logLimitKeys {
+			for k, v := range l.by {
+				if now.Sub(v.windowStart) >= logWindow && v.suppressed == 0 {
+					delete(l.by, k)
+				}
+			}
+		}
+		if len(l.by) >= logLimitKeys {
+			return false, 0
+		}
+		c = &logCount{windowStart: now}
+		l.by[msg] = c
+	}
+	if now.Sub(c.windowStart) >= logWindow {
+		c.windowStart, c.logged = now, 0
+	}
+	if c.logged >= logBurst {
+		c.suppressed++
+		return false, 0
+	}
+	c.logged++
+	suppressed, c.suppressed = c.suppressed, 0
+	return true, suppressed
 }
 
 // logrusCore is a zapcore.Core writing to logrus. It is immutable: With
-// returns a new core.
+// returns a new core (sharing the rate limit).
 type logrusCore struct {
 	entry    *logrus.Entry
 	min      zapcore.Level
 	stopping *atomic.Bool
+	limit    *logLimiter
 }
 
 func (c *logrusCore) Enabled(l zapcore.Level) bool { return l >= c.min }
 
 func (c *logrusCore) With(fields []zapcore.Field) zapcore.Core {
-	return &logrusCore{entry: c.entry.WithFields(encodeFields(fields)), min: c.min, stopping: c.stopping}
+	return &logrusCore{entry: c.entry.WithFields(encodeFields(fields)), min: c.min, stopping: c.stopping, limit: c.limit}
 }
 
 func (c *logrusCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -44,7 +110,14 @@ func (c *logrusCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 }
 
 func (c *logrusCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	ok, suppressed := c.limit.allow(e.Message)
+	if !ok {
+		return nil
+	}
 	entry := c.entry.WithFields(encodeFields(fields))
+	if suppressed > 0 {
+		entry = entry.WithField("suppressed", suppressed)
+	}
 	if e.LoggerName != "" {
 		entry = entry.WithField("component", e.LoggerName)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
@@ -47,5 +48,33 @@ func TestZapToLogrus(t *testing.T) {
 	f := entries[0].Data
 	if f["base"] != 1 || f["peer"] != "p1" || f["rtt_ms"] != int64(7) || f["error"] != "boom" || f["component"] != "etcd-server" {
 		t.Errorf("fields %v", f)
+	}
+}
+
+// TestZapToLogrusRateLimit: one message text is written logBurst times a
+// window; the next line after a suppression counts what was dropped;
+// other messages are not affected; With-derived loggers share the limit.
+func TestZapToLogrusRateLimit(t *testing.T) {
+	l, hook := test.NewNullLogger()
+	now := time.Unix(1000, 0)
+	core := &logrusCore{entry: logrus.NewEntry(l), min: zapcore.WarnLevel, stopping: new(atomic.Bool),
+		limit: newLogLimiter(func() time.Time { return now })}
+	z := zap.New(core)
+	for i := range 100 {
+		z.With(zap.Int("conn", i)).Warn("rejected connection on client endpoint")
+	}
+	z.Warn("another warning")
+	if n := len(hook.AllEntries()); n != logBurst+1 {
+		t.Fatalf("%d lines for 100 refused connections and one other warning, want %d", n, logBurst+1)
+	}
+	now = now.Add(logWindow)
+	z.Warn("rejected connection on client endpoint")
+	last := hook.LastEntry()
+	if last.Message != "rejected connection on client endpoint" || last.Data["suppressed"] != 100-logBurst {
+		t.Errorf("first line of the next window: %q suppressed=%v, want %d", last.Message, last.Data["suppressed"], 100-logBurst)
+	}
+	z.Warn("rejected connection on client endpoint")
+	if _, ok := hook.LastEntry().Data["suppressed"]; ok {
+		t.Error("a line after one without suppression carries a suppressed count")
 	}
 }
