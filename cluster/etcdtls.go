@@ -10,8 +10,12 @@
 //     connection's source address is off: relayed connections
 //     (EtcdConfig.Limiter) arrive from a loopback address, and the
 //     certificate and its name are what authenticate a member.
-//   - Client port: any certificate of the CA (hosts, and admins running
-//     `actorlog users|acls --etcd-endpoints`).
+//   - Client port: the members' certificates and those whose Common Name
+//     is in EtcdTLS.ClientCNs (hosts joining through --etcd-endpoints,
+//     admins running `actorlog users|acls --etcd-endpoints`), or any
+//     certificate of the CA with ClientCNs ["*"]. A Kafka or actor-remote
+//     client certificate of the same CA is refused: those principals go
+//     through ACLs, and etcd would let them rewrite the metadata.
 //
 // Both sides verify the other's certificate: a member dialing a peer
 // checks the peer URL's host against the peer's certificate, a client the
@@ -33,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -51,6 +56,10 @@ type EtcdTLS struct {
 	// CAFile holds the PEM CA certificates client and peer certificates
 	// must chain to.
 	CAFile string
+	// ClientCNs are the Common Names of client certificates the client
+	// port accepts besides the members' (the initial cluster's names);
+	// ["*"]: any certificate of the CA.
+	ClientCNs []string
 	// Client is the TLS config of the member's own client (Etcd.Client):
 	// its certificate and RootCAs, e.g. EtcdClientTLS. Required. The
 	// member's certificate is verified against RootCAs and ClientURL's
@@ -118,6 +127,7 @@ func (t *EtcdTLS) apply(ec *embed.Config, initial string) {
 		KeyFile:        t.KeyFile,
 		TrustedCAFile:  t.CAFile,
 		ClientCertAuth: true,
+		AllowedCNs:     t.clientCNs(initial),
 	}
 	ec.PeerTLSInfo = transport.TLSInfo{
 		CertFile:       t.CertFile,
@@ -131,6 +141,21 @@ func (t *EtcdTLS) apply(ec *embed.Config, initial string) {
 		// certificates of dialed peers too, which are members as well.
 		AllowedCNs: initialClusterNames(initial),
 	}
+}
+
+// clientCNs returns the Common Names the client port accepts (nil: any
+// certificate of the CA): the members' and t.ClientCNs.
+func (t *EtcdTLS) clientCNs(initial string) []string {
+	if slices.Contains(t.ClientCNs, "*") {
+		return nil
+	}
+	cns := initialClusterNames(initial)
+	for _, cn := range t.ClientCNs {
+		if cn != "" && !slices.Contains(cns, cn) {
+			cns = append(cns, cn)
+		}
+	}
+	return cns
 }
 
 // memberClientTLS returns the member's own client config: t.Client

@@ -93,7 +93,7 @@ func tlsMemberConfig(t *testing.T, name string, f tlsconf.Files) cluster.EtcdCon
 	cfg := clustertest.Config(t, name)
 	cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
 	cfg.PeerURL = strings.Replace(cfg.PeerURL, "http://", "https://", 1)
-	cfg.TLS = &cluster.EtcdTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA, Client: clientTLS(t, f)}
+	cfg.TLS = &cluster.EtcdTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA, Client: clientTLS(t, f), ClientCNs: []string{"admin"}}
 	return cfg
 }
 
@@ -134,7 +134,8 @@ func peerGet(peerURL string, tlsCfg *tls.Config) error {
 // TestEtcdTLSClientAuth: a TLS member behind the connection limiter (as a
 // host runs it) serves its own client and a client certificate of its CA,
 // and refuses plain text, a TLS client without a certificate and a
-// certificate of another CA; its peer port takes a member's certificate
+// certificate of another CA, and a certificate whose name is neither a
+// member's nor in ClientCNs; its peer port takes a member's certificate
 // only.
 func TestEtcdTLSClientAuth(t *testing.T) {
 	t.Parallel()
@@ -160,6 +161,14 @@ func TestEtcdTLSClientAuth(t *testing.T) {
 	plain := "http://" + strings.TrimPrefix(cfg.ClientURL, "https://")
 	if err := connect(t, plain, nil); err == nil {
 		t.Error("plain-text client served")
+	}
+	// Only the members' and ClientCNs' names: a Kafka client's certificate
+	// of the same CA, or a host that is neither, is refused.
+	if err := connect(t, cfg.ClientURL, clientTLS(t, pki.client("app"))); err == nil {
+		t.Error("client certificate app (not in ClientCNs) served")
+	}
+	if err := connect(t, cfg.ClientURL, clientTLS(t, pki.host("m9"))); err == nil {
+		t.Error("host certificate m9 (not a member, not in ClientCNs) served")
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(pki.ca.Cert)
