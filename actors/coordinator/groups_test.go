@@ -571,6 +571,15 @@ func TestGroupMetadataSurvivesCoordinatorRestart(t *testing.T) {
 		return nil
 	})
 	emptied := describeGroup(t, p).GenerationId
+	// The Empty group's record is written after the state changes: stop
+	// only once no write waits for the replica (else the restart rightly
+	// finds the group as last written).
+	waitState(t, p.sys, p.crd, func(st coordinator.State) error {
+		if st.InFlight > 0 {
+			return fmt.Errorf("%d writes in flight", st.InFlight)
+		}
+		return nil
+	})
 	p.stop(t)
 	p = pair{sys: sys, replica: startReplica(t, sys, dir, 2)}
 	p.crd = startGroupCoordinator(t, sys, p.replica, 2)
