@@ -1626,6 +1626,1305 @@ func (x *ReassignPartitionsResponse) GetResults() []*PartitionResult {
 	return nil
 }
 
+// AclBinding is one ACL binding (internal/acl.Binding): principal may
+// (permission) do operation on the resources of resource_type that
+// resource_name and pattern_type select, from host. The enums are Kafka's
+// codes (kmsg.ACLResourceType, ACLResourcePatternType, ACLOperation,
+// ACLPermissionType).
+type AclBinding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 2 TOPIC, 3 GROUP, 4 CLUSTER, 5 TRANSACTIONAL_ID.
+	ResourceType int32  `protobuf:"varint,1,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	ResourceName string `protobuf:"bytes,2,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	// 3 LITERAL, 4 PREFIXED.
+	PatternType int32 `protobuf:"varint,3,opt,name=pattern_type,json=patternType,proto3" json:"pattern_type,omitempty"`
+	// "User:NAME", "Host:NAME" or "User:*".
+	Principal string `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// "*" or an IP address.
+	Host string `protobuf:"bytes,5,opt,name=host,proto3" json:"host,omitempty"`
+	// 2 ALL, 3 READ ... 12 IDEMPOTENT_WRITE.
+	Operation int32 `protobuf:"varint,6,opt,name=operation,proto3" json:"operation,omitempty"`
+	// 2 DENY, 3 ALLOW.
+	Permission    int32 `protobuf:"varint,7,opt,name=permission,proto3" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclBinding) Reset() {
+	*x = AclBinding{}
+	mi := &file_messages_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclBinding) ProtoMessage() {}
+
+func (x *AclBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
+func (*AclBinding) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AclBinding) GetResourceType() int32 {
+	if x != nil {
+		return x.ResourceType
+	}
+	return 0
+}
+
+func (x *AclBinding) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *AclBinding) GetPatternType() int32 {
+	if x != nil {
+		return x.PatternType
+	}
+	return 0
+}
+
+func (x *AclBinding) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AclBinding) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *AclBinding) GetOperation() int32 {
+	if x != nil {
+		return x.Operation
+	}
+	return 0
+}
+
+func (x *AclBinding) GetPermission() int32 {
+	if x != nil {
+		return x.Permission
+	}
+	return 0
+}
+
+// AclFilter selects bindings (internal/acl.Filter, Kafka's
+// AclBindingFilter): an unset string field and an enum of 0 (UNKNOWN) or 1
+// (ANY) match anything; pattern_type 2 (MATCH) selects the bindings that
+// apply to resource_name.
+type AclFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResourceType  int32                  `protobuf:"varint,1,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	ResourceName  *string                `protobuf:"bytes,2,opt,name=resource_name,json=resourceName,proto3,oneof" json:"resource_name,omitempty"`
+	PatternType   int32                  `protobuf:"varint,3,opt,name=pattern_type,json=patternType,proto3" json:"pattern_type,omitempty"`
+	Principal     *string                `protobuf:"bytes,4,opt,name=principal,proto3,oneof" json:"principal,omitempty"`
+	Host          *string                `protobuf:"bytes,5,opt,name=host,proto3,oneof" json:"host,omitempty"`
+	Operation     int32                  `protobuf:"varint,6,opt,name=operation,proto3" json:"operation,omitempty"`
+	Permission    int32                  `protobuf:"varint,7,opt,name=permission,proto3" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclFilter) Reset() {
+	*x = AclFilter{}
+	mi := &file_messages_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclFilter) ProtoMessage() {}
+
+func (x *AclFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclFilter.ProtoReflect.Descriptor instead.
+func (*AclFilter) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AclFilter) GetResourceType() int32 {
+	if x != nil {
+		return x.ResourceType
+	}
+	return 0
+}
+
+func (x *AclFilter) GetResourceName() string {
+	if x != nil && x.ResourceName != nil {
+		return *x.ResourceName
+	}
+	return ""
+}
+
+func (x *AclFilter) GetPatternType() int32 {
+	if x != nil {
+		return x.PatternType
+	}
+	return 0
+}
+
+func (x *AclFilter) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
+}
+
+func (x *AclFilter) GetHost() string {
+	if x != nil && x.Host != nil {
+		return *x.Host
+	}
+	return ""
+}
+
+func (x *AclFilter) GetOperation() int32 {
+	if x != nil {
+		return x.Operation
+	}
+	return 0
+}
+
+func (x *AclFilter) GetPermission() int32 {
+	if x != nil {
+		return x.Permission
+	}
+	return 0
+}
+
+// CreateAclsRequest stores bindings (an existing one is left as it is).
+type CreateAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Bindings      []*AclBinding          `protobuf:"bytes,2,rep,name=bindings,proto3" json:"bindings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsRequest) Reset() {
+	*x = CreateAclsRequest{}
+	mi := &file_messages_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsRequest) ProtoMessage() {}
+
+func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
+func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreateAclsRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *CreateAclsRequest) GetBindings() []*AclBinding {
+	if x != nil {
+		return x.Bindings
+	}
+	return nil
+}
+
+// AclResult is the outcome for one binding or filter of an ACL request.
+type AclResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ErrorCode     ErrorCode              `protobuf:"varint,1,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclResult) Reset() {
+	*x = AclResult{}
+	mi := &file_messages_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclResult) ProtoMessage() {}
+
+func (x *AclResult) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclResult.ProtoReflect.Descriptor instead.
+func (*AclResult) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AclResult) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *AclResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// CreateAclsResponse answers CreateAclsRequest with one result per
+// binding, in order: each invalid binding is refused on its own
+// (INVALID_REQUEST), the valid ones are written together (a failed write
+// gives each of them the write's code).
+//
+// Per-binding codes: INVALID_REQUEST, NOT_CONTROLLER (the controller lost
+// its authority: nothing was written), REQUEST_TIMED_OUT,
+// UNKNOWN_SERVER_ERROR. Top-level: NOT_CONTROLLER (retry),
+// INVALID_REQUEST (too many bindings), REQUEST_TIMED_OUT.
+type CreateAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*AclResult           `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsResponse) Reset() {
+	*x = CreateAclsResponse{}
+	mi := &file_messages_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsResponse) ProtoMessage() {}
+
+func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
+func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CreateAclsResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *CreateAclsResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *CreateAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *CreateAclsResponse) GetResults() []*AclResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// DeleteAclsRequest deletes the bindings each filter matches.
+type DeleteAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Filters       []*AclFilter           `protobuf:"bytes,2,rep,name=filters,proto3" json:"filters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsRequest) Reset() {
+	*x = DeleteAclsRequest{}
+	mi := &file_messages_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsRequest) ProtoMessage() {}
+
+func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DeleteAclsRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DeleteAclsRequest) GetFilters() []*AclFilter {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+// DeleteAclsResult is the outcome of one filter: the bindings it deleted
+// (also when it failed part way).
+type DeleteAclsResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ErrorCode     ErrorCode              `protobuf:"varint,1,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Deleted       []*AclBinding          `protobuf:"bytes,3,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsResult) Reset() {
+	*x = DeleteAclsResult{}
+	mi := &file_messages_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsResult) ProtoMessage() {}
+
+func (x *DeleteAclsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsResult.ProtoReflect.Descriptor instead.
+func (*DeleteAclsResult) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DeleteAclsResult) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *DeleteAclsResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DeleteAclsResult) GetDeleted() []*AclBinding {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+// DeleteAclsResponse answers DeleteAclsRequest with one result per
+// filter, in order.
+//
+// Per-filter codes: INVALID_REQUEST, NOT_CONTROLLER, REQUEST_TIMED_OUT,
+// UNKNOWN_SERVER_ERROR. Top-level: NOT_CONTROLLER (retry), INVALID_REQUEST
+// (too many filters), REQUEST_TIMED_OUT.
+type DeleteAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*DeleteAclsResult    `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsResponse) Reset() {
+	*x = DeleteAclsResponse{}
+	mi := &file_messages_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsResponse) ProtoMessage() {}
+
+func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteAclsResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DeleteAclsResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *DeleteAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DeleteAclsResponse) GetResults() []*DeleteAclsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// DescribeAclsRequest lists the bindings filter matches (all when unset).
+type DescribeAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Filter        *AclFilter             `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeAclsRequest) Reset() {
+	*x = DescribeAclsRequest{}
+	mi := &file_messages_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeAclsRequest) ProtoMessage() {}
+
+func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
+func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DescribeAclsRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DescribeAclsRequest) GetFilter() *AclFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+// DescribeAclsResponse answers DescribeAclsRequest, the bindings in the
+// store's key order.
+//
+// Codes: INVALID_REQUEST (a bad filter), REQUEST_TIMED_OUT,
+// UNKNOWN_SERVER_ERROR.
+type DescribeAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Bindings      []*AclBinding          `protobuf:"bytes,4,rep,name=bindings,proto3" json:"bindings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeAclsResponse) Reset() {
+	*x = DescribeAclsResponse{}
+	mi := &file_messages_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeAclsResponse) ProtoMessage() {}
+
+func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
+func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DescribeAclsResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DescribeAclsResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *DescribeAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeAclsResponse) GetBindings() []*AclBinding {
+	if x != nil {
+		return x.Bindings
+	}
+	return nil
+}
+
+// ScramUpsertion sets one user's credential for one mechanism. It is
+// already salted (by the Kafka listener or the CLI): the password never
+// travels, only what the server keeps (RFC 5802's StoredKey and
+// ServerKey).
+type ScramUpsertion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// "SCRAM-SHA-256" or "SCRAM-SHA-512".
+	Mechanism string `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Salt      []byte `protobuf:"bytes,3,opt,name=salt,proto3" json:"salt,omitempty"`
+	// 4096 to 16384.
+	Iterations int32 `protobuf:"varint,4,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	// The mechanism's hash size: 32 or 64 bytes.
+	StoredKey     []byte `protobuf:"bytes,5,opt,name=stored_key,json=storedKey,proto3" json:"stored_key,omitempty"`
+	ServerKey     []byte `protobuf:"bytes,6,opt,name=server_key,json=serverKey,proto3" json:"server_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramUpsertion) Reset() {
+	*x = ScramUpsertion{}
+	mi := &file_messages_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramUpsertion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramUpsertion) ProtoMessage() {}
+
+func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramUpsertion.ProtoReflect.Descriptor instead.
+func (*ScramUpsertion) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ScramUpsertion) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ScramUpsertion) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ScramUpsertion) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *ScramUpsertion) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *ScramUpsertion) GetStoredKey() []byte {
+	if x != nil {
+		return x.StoredKey
+	}
+	return nil
+}
+
+func (x *ScramUpsertion) GetServerKey() []byte {
+	if x != nil {
+		return x.ServerKey
+	}
+	return nil
+}
+
+// ScramDeletion removes one user's credential for one mechanism (the user
+// with its last one).
+type ScramDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Mechanism     string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramDeletion) Reset() {
+	*x = ScramDeletion{}
+	mi := &file_messages_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramDeletion) ProtoMessage() {}
+
+func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramDeletion.ProtoReflect.Descriptor instead.
+func (*ScramDeletion) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ScramDeletion) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ScramDeletion) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+// AlterScramCredentialsRequest applies deletions, then upsertions, each on
+// its own.
+type AlterScramCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Upsertions    []*ScramUpsertion      `protobuf:"bytes,2,rep,name=upsertions,proto3" json:"upsertions,omitempty"`
+	Deletions     []*ScramDeletion       `protobuf:"bytes,3,rep,name=deletions,proto3" json:"deletions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterScramCredentialsRequest) Reset() {
+	*x = AlterScramCredentialsRequest{}
+	mi := &file_messages_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterScramCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterScramCredentialsRequest) ProtoMessage() {}
+
+func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterScramCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*AlterScramCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AlterScramCredentialsRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *AlterScramCredentialsRequest) GetUpsertions() []*ScramUpsertion {
+	if x != nil {
+		return x.Upsertions
+	}
+	return nil
+}
+
+func (x *AlterScramCredentialsRequest) GetDeletions() []*ScramDeletion {
+	if x != nil {
+		return x.Deletions
+	}
+	return nil
+}
+
+// ScramResult is the outcome of one upsertion or deletion.
+type ScramResult struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	User         string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Mechanism    string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	ErrorCode    ErrorCode              `protobuf:"varint,3,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// A deletion of a credential that does not exist (Kafka's
+	// RESOURCE_NOT_FOUND; error_code is INVALID_REQUEST).
+	NotFound      bool `protobuf:"varint,5,opt,name=not_found,json=notFound,proto3" json:"not_found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramResult) Reset() {
+	*x = ScramResult{}
+	mi := &file_messages_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramResult) ProtoMessage() {}
+
+func (x *ScramResult) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramResult.ProtoReflect.Descriptor instead.
+func (*ScramResult) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ScramResult) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ScramResult) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ScramResult) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *ScramResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ScramResult) GetNotFound() bool {
+	if x != nil {
+		return x.NotFound
+	}
+	return false
+}
+
+// AlterScramCredentialsResponse answers AlterScramCredentialsRequest with
+// one result per upsertion and per deletion, in request order.
+//
+// Per-item codes: INVALID_REQUEST (a bad user name, mechanism or
+// credential, or not_found), NOT_CONTROLLER, REQUEST_TIMED_OUT,
+// UNKNOWN_SERVER_ERROR. Top-level: NOT_CONTROLLER (retry), INVALID_REQUEST
+// (too many items), REQUEST_TIMED_OUT.
+type AlterScramCredentialsResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId    int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode        ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage     string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	UpsertionResults []*ScramResult         `protobuf:"bytes,4,rep,name=upsertion_results,json=upsertionResults,proto3" json:"upsertion_results,omitempty"`
+	DeletionResults  []*ScramResult         `protobuf:"bytes,5,rep,name=deletion_results,json=deletionResults,proto3" json:"deletion_results,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AlterScramCredentialsResponse) Reset() {
+	*x = AlterScramCredentialsResponse{}
+	mi := &file_messages_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterScramCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterScramCredentialsResponse) ProtoMessage() {}
+
+func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterScramCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*AlterScramCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *AlterScramCredentialsResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *AlterScramCredentialsResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *AlterScramCredentialsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AlterScramCredentialsResponse) GetUpsertionResults() []*ScramResult {
+	if x != nil {
+		return x.UpsertionResults
+	}
+	return nil
+}
+
+func (x *AlterScramCredentialsResponse) GetDeletionResults() []*ScramResult {
+	if x != nil {
+		return x.DeletionResults
+	}
+	return nil
+}
+
+// DescribeScramUsersRequest lists the named users (all when none).
+type DescribeScramUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Users         []string               `protobuf:"bytes,2,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeScramUsersRequest) Reset() {
+	*x = DescribeScramUsersRequest{}
+	mi := &file_messages_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeScramUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeScramUsersRequest) ProtoMessage() {}
+
+func (x *DescribeScramUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeScramUsersRequest.ProtoReflect.Descriptor instead.
+func (*DescribeScramUsersRequest) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DescribeScramUsersRequest) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DescribeScramUsersRequest) GetUsers() []string {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+// ScramMechanismInfo is one mechanism of a user and its iteration count
+// (never the keys).
+type ScramMechanismInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism     string                 `protobuf:"bytes,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Iterations    int32                  `protobuf:"varint,2,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramMechanismInfo) Reset() {
+	*x = ScramMechanismInfo{}
+	mi := &file_messages_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramMechanismInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramMechanismInfo) ProtoMessage() {}
+
+func (x *ScramMechanismInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramMechanismInfo.ProtoReflect.Descriptor instead.
+func (*ScramMechanismInfo) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ScramMechanismInfo) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ScramMechanismInfo) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+// ScramUserInfo describes one user's credentials.
+type ScramUserInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Mechanisms    []*ScramMechanismInfo  `protobuf:"bytes,2,rep,name=mechanisms,proto3" json:"mechanisms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramUserInfo) Reset() {
+	*x = ScramUserInfo{}
+	mi := &file_messages_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramUserInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramUserInfo) ProtoMessage() {}
+
+func (x *ScramUserInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramUserInfo.ProtoReflect.Descriptor instead.
+func (*ScramUserInfo) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ScramUserInfo) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ScramUserInfo) GetMechanisms() []*ScramMechanismInfo {
+	if x != nil {
+		return x.Mechanisms
+	}
+	return nil
+}
+
+// DescribeScramUsersResponse answers DescribeScramUsersRequest, by user
+// name; a named user without credentials is left out.
+//
+// Codes: INVALID_REQUEST (too many names), REQUEST_TIMED_OUT,
+// UNKNOWN_SERVER_ERROR.
+type DescribeScramUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CorrelationId int64                  `protobuf:"varint,1,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ErrorCode     ErrorCode              `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3,enum=actorlog.messages.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Users         []*ScramUserInfo       `protobuf:"bytes,4,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeScramUsersResponse) Reset() {
+	*x = DescribeScramUsersResponse{}
+	mi := &file_messages_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeScramUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeScramUsersResponse) ProtoMessage() {}
+
+func (x *DescribeScramUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeScramUsersResponse.ProtoReflect.Descriptor instead.
+func (*DescribeScramUsersResponse) Descriptor() ([]byte, []int) {
+	return file_messages_admin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *DescribeScramUsersResponse) GetCorrelationId() int64 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *DescribeScramUsersResponse) GetErrorCode() ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ErrorCode_ERROR_CODE_UNSPECIFIED
+}
+
+func (x *DescribeScramUsersResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeScramUsersResponse) GetUsers() []*ScramUserInfo {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
 var File_messages_admin_proto protoreflect.FileDescriptor
 
 const file_messages_admin_proto_rawDesc = "" +
@@ -1769,7 +3068,121 @@ const file_messages_admin_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12<\n" +
-	"\aresults\x18\x04 \x03(\v2\".actorlog.messages.PartitionResultR\aresultsB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
+	"\aresults\x18\x04 \x03(\v2\".actorlog.messages.PartitionResultR\aresults\"\xe9\x01\n" +
+	"\n" +
+	"AclBinding\x12#\n" +
+	"\rresource_type\x18\x01 \x01(\x05R\fresourceType\x12#\n" +
+	"\rresource_name\x18\x02 \x01(\tR\fresourceName\x12!\n" +
+	"\fpattern_type\x18\x03 \x01(\x05R\vpatternType\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04host\x18\x05 \x01(\tR\x04host\x12\x1c\n" +
+	"\toperation\x18\x06 \x01(\x05R\toperation\x12\x1e\n" +
+	"\n" +
+	"permission\x18\a \x01(\x05R\n" +
+	"permission\"\xa0\x02\n" +
+	"\tAclFilter\x12#\n" +
+	"\rresource_type\x18\x01 \x01(\x05R\fresourceType\x12(\n" +
+	"\rresource_name\x18\x02 \x01(\tH\x00R\fresourceName\x88\x01\x01\x12!\n" +
+	"\fpattern_type\x18\x03 \x01(\x05R\vpatternType\x12!\n" +
+	"\tprincipal\x18\x04 \x01(\tH\x01R\tprincipal\x88\x01\x01\x12\x17\n" +
+	"\x04host\x18\x05 \x01(\tH\x02R\x04host\x88\x01\x01\x12\x1c\n" +
+	"\toperation\x18\x06 \x01(\x05R\toperation\x12\x1e\n" +
+	"\n" +
+	"permission\x18\a \x01(\x05R\n" +
+	"permissionB\x10\n" +
+	"\x0e_resource_nameB\f\n" +
+	"\n" +
+	"_principalB\a\n" +
+	"\x05_host\"u\n" +
+	"\x11CreateAclsRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x129\n" +
+	"\bbindings\x18\x02 \x03(\v2\x1d.actorlog.messages.AclBindingR\bbindings\"m\n" +
+	"\tAclResult\x12;\n" +
+	"\n" +
+	"error_code\x18\x01 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xd5\x01\n" +
+	"\x12CreateAclsResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x126\n" +
+	"\aresults\x18\x04 \x03(\v2\x1c.actorlog.messages.AclResultR\aresults\"r\n" +
+	"\x11DeleteAclsRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x126\n" +
+	"\afilters\x18\x02 \x03(\v2\x1c.actorlog.messages.AclFilterR\afilters\"\xad\x01\n" +
+	"\x10DeleteAclsResult\x12;\n" +
+	"\n" +
+	"error_code\x18\x01 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x127\n" +
+	"\adeleted\x18\x03 \x03(\v2\x1d.actorlog.messages.AclBindingR\adeleted\"\xdc\x01\n" +
+	"\x12DeleteAclsResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12=\n" +
+	"\aresults\x18\x04 \x03(\v2#.actorlog.messages.DeleteAclsResultR\aresults\"r\n" +
+	"\x13DescribeAclsRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x124\n" +
+	"\x06filter\x18\x02 \x01(\v2\x1c.actorlog.messages.AclFilterR\x06filter\"\xda\x01\n" +
+	"\x14DescribeAclsResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x129\n" +
+	"\bbindings\x18\x04 \x03(\v2\x1d.actorlog.messages.AclBindingR\bbindings\"\xb4\x01\n" +
+	"\x0eScramUpsertion\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x12\n" +
+	"\x04salt\x18\x03 \x01(\fR\x04salt\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x04 \x01(\x05R\n" +
+	"iterations\x12\x1d\n" +
+	"\n" +
+	"stored_key\x18\x05 \x01(\fR\tstoredKey\x12\x1d\n" +
+	"\n" +
+	"server_key\x18\x06 \x01(\fR\tserverKey\"A\n" +
+	"\rScramDeletion\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\"\xc8\x01\n" +
+	"\x1cAlterScramCredentialsRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12A\n" +
+	"\n" +
+	"upsertions\x18\x02 \x03(\v2!.actorlog.messages.ScramUpsertionR\n" +
+	"upsertions\x12>\n" +
+	"\tdeletions\x18\x03 \x03(\v2 .actorlog.messages.ScramDeletionR\tdeletions\"\xbe\x01\n" +
+	"\vScramResult\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12;\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\x1b\n" +
+	"\tnot_found\x18\x05 \x01(\bR\bnotFound\"\xc0\x02\n" +
+	"\x1dAlterScramCredentialsResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12K\n" +
+	"\x11upsertion_results\x18\x04 \x03(\v2\x1e.actorlog.messages.ScramResultR\x10upsertionResults\x12I\n" +
+	"\x10deletion_results\x18\x05 \x03(\v2\x1e.actorlog.messages.ScramResultR\x0fdeletionResults\"X\n" +
+	"\x19DescribeScramUsersRequest\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12\x14\n" +
+	"\x05users\x18\x02 \x03(\tR\x05users\"R\n" +
+	"\x12ScramMechanismInfo\x12\x1c\n" +
+	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x02 \x01(\x05R\n" +
+	"iterations\"j\n" +
+	"\rScramUserInfo\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12E\n" +
+	"\n" +
+	"mechanisms\x18\x02 \x03(\v2%.actorlog.messages.ScramMechanismInfoR\n" +
+	"mechanisms\"\xdd\x01\n" +
+	"\x1aDescribeScramUsersResponse\x12%\n" +
+	"\x0ecorrelation_id\x18\x01 \x01(\x03R\rcorrelationId\x12;\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x0e2\x1c.actorlog.messages.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x126\n" +
+	"\x05users\x18\x04 \x03(\v2 .actorlog.messages.ScramUserInfoR\x05usersB'Z%github.com/actorlog/actorlog/messagesb\x06proto3"
 
 var (
 	file_messages_admin_proto_rawDescOnce sync.Once
@@ -1783,67 +3196,107 @@ func file_messages_admin_proto_rawDescGZIP() []byte {
 	return file_messages_admin_proto_rawDescData
 }
 
-var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_messages_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_messages_admin_proto_goTypes = []any{
-	(*MetadataRequest)(nil),            // 0: actorlog.messages.MetadataRequest
-	(*PartitionMetadata)(nil),          // 1: actorlog.messages.PartitionMetadata
-	(*TopicMetadataResponse)(nil),      // 2: actorlog.messages.TopicMetadataResponse
-	(*MetadataResponse)(nil),           // 3: actorlog.messages.MetadataResponse
-	(*CreateTopicRequest)(nil),         // 4: actorlog.messages.CreateTopicRequest
-	(*DeleteTopicRequest)(nil),         // 5: actorlog.messages.DeleteTopicRequest
-	(*CreatePartitionsRequest)(nil),    // 6: actorlog.messages.CreatePartitionsRequest
-	(*AlterTopicConfigsRequest)(nil),   // 7: actorlog.messages.AlterTopicConfigsRequest
-	(*AdminResponse)(nil),              // 8: actorlog.messages.AdminResponse
-	(*AlterPartitionRequest)(nil),      // 9: actorlog.messages.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),     // 10: actorlog.messages.AlterPartitionResponse
-	(*ControlledShutdownRequest)(nil),  // 11: actorlog.messages.ControlledShutdownRequest
-	(*ControlledShutdownResponse)(nil), // 12: actorlog.messages.ControlledShutdownResponse
-	(*DescribeClusterRequest)(nil),     // 13: actorlog.messages.DescribeClusterRequest
-	(*DescribeClusterResponse)(nil),    // 14: actorlog.messages.DescribeClusterResponse
-	(*ElectLeadersRequest)(nil),        // 15: actorlog.messages.ElectLeadersRequest
-	(*TopicPartitions)(nil),            // 16: actorlog.messages.TopicPartitions
-	(*PartitionResult)(nil),            // 17: actorlog.messages.PartitionResult
-	(*ElectLeadersResponse)(nil),       // 18: actorlog.messages.ElectLeadersResponse
-	(*ReassignPartitionsRequest)(nil),  // 19: actorlog.messages.ReassignPartitionsRequest
-	(*PartitionReassignment)(nil),      // 20: actorlog.messages.PartitionReassignment
-	(*ReassignPartitionsResponse)(nil), // 21: actorlog.messages.ReassignPartitionsResponse
-	nil,                                // 22: actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	nil,                                // 23: actorlog.messages.CreateTopicRequest.ConfigsEntry
-	nil,                                // 24: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	(ErrorCode)(0),                     // 25: actorlog.messages.ErrorCode
-	(*HostInfo)(nil),                   // 26: actorlog.messages.HostInfo
-	(*TopicMetadata)(nil),              // 27: actorlog.messages.TopicMetadata
-	(*PartitionState)(nil),             // 28: actorlog.messages.PartitionState
+	(*MetadataRequest)(nil),               // 0: actorlog.messages.MetadataRequest
+	(*PartitionMetadata)(nil),             // 1: actorlog.messages.PartitionMetadata
+	(*TopicMetadataResponse)(nil),         // 2: actorlog.messages.TopicMetadataResponse
+	(*MetadataResponse)(nil),              // 3: actorlog.messages.MetadataResponse
+	(*CreateTopicRequest)(nil),            // 4: actorlog.messages.CreateTopicRequest
+	(*DeleteTopicRequest)(nil),            // 5: actorlog.messages.DeleteTopicRequest
+	(*CreatePartitionsRequest)(nil),       // 6: actorlog.messages.CreatePartitionsRequest
+	(*AlterTopicConfigsRequest)(nil),      // 7: actorlog.messages.AlterTopicConfigsRequest
+	(*AdminResponse)(nil),                 // 8: actorlog.messages.AdminResponse
+	(*AlterPartitionRequest)(nil),         // 9: actorlog.messages.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),        // 10: actorlog.messages.AlterPartitionResponse
+	(*ControlledShutdownRequest)(nil),     // 11: actorlog.messages.ControlledShutdownRequest
+	(*ControlledShutdownResponse)(nil),    // 12: actorlog.messages.ControlledShutdownResponse
+	(*DescribeClusterRequest)(nil),        // 13: actorlog.messages.DescribeClusterRequest
+	(*DescribeClusterResponse)(nil),       // 14: actorlog.messages.DescribeClusterResponse
+	(*ElectLeadersRequest)(nil),           // 15: actorlog.messages.ElectLeadersRequest
+	(*TopicPartitions)(nil),               // 16: actorlog.messages.TopicPartitions
+	(*PartitionResult)(nil),               // 17: actorlog.messages.PartitionResult
+	(*ElectLeadersResponse)(nil),          // 18: actorlog.messages.ElectLeadersResponse
+	(*ReassignPartitionsRequest)(nil),     // 19: actorlog.messages.ReassignPartitionsRequest
+	(*PartitionReassignment)(nil),         // 20: actorlog.messages.PartitionReassignment
+	(*ReassignPartitionsResponse)(nil),    // 21: actorlog.messages.ReassignPartitionsResponse
+	(*AclBinding)(nil),                    // 22: actorlog.messages.AclBinding
+	(*AclFilter)(nil),                     // 23: actorlog.messages.AclFilter
+	(*CreateAclsRequest)(nil),             // 24: actorlog.messages.CreateAclsRequest
+	(*AclResult)(nil),                     // 25: actorlog.messages.AclResult
+	(*CreateAclsResponse)(nil),            // 26: actorlog.messages.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),             // 27: actorlog.messages.DeleteAclsRequest
+	(*DeleteAclsResult)(nil),              // 28: actorlog.messages.DeleteAclsResult
+	(*DeleteAclsResponse)(nil),            // 29: actorlog.messages.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),           // 30: actorlog.messages.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),          // 31: actorlog.messages.DescribeAclsResponse
+	(*ScramUpsertion)(nil),                // 32: actorlog.messages.ScramUpsertion
+	(*ScramDeletion)(nil),                 // 33: actorlog.messages.ScramDeletion
+	(*AlterScramCredentialsRequest)(nil),  // 34: actorlog.messages.AlterScramCredentialsRequest
+	(*ScramResult)(nil),                   // 35: actorlog.messages.ScramResult
+	(*AlterScramCredentialsResponse)(nil), // 36: actorlog.messages.AlterScramCredentialsResponse
+	(*DescribeScramUsersRequest)(nil),     // 37: actorlog.messages.DescribeScramUsersRequest
+	(*ScramMechanismInfo)(nil),            // 38: actorlog.messages.ScramMechanismInfo
+	(*ScramUserInfo)(nil),                 // 39: actorlog.messages.ScramUserInfo
+	(*DescribeScramUsersResponse)(nil),    // 40: actorlog.messages.DescribeScramUsersResponse
+	nil,                                   // 41: actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	nil,                                   // 42: actorlog.messages.CreateTopicRequest.ConfigsEntry
+	nil,                                   // 43: actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	(ErrorCode)(0),                        // 44: actorlog.messages.ErrorCode
+	(*HostInfo)(nil),                      // 45: actorlog.messages.HostInfo
+	(*TopicMetadata)(nil),                 // 46: actorlog.messages.TopicMetadata
+	(*PartitionState)(nil),                // 47: actorlog.messages.PartitionState
 }
 var file_messages_admin_proto_depIdxs = []int32{
-	25, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
-	25, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 0: actorlog.messages.PartitionMetadata.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 1: actorlog.messages.TopicMetadataResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	1,  // 2: actorlog.messages.TopicMetadataResponse.partitions:type_name -> actorlog.messages.PartitionMetadata
-	22, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
-	26, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
+	41, // 3: actorlog.messages.TopicMetadataResponse.configs:type_name -> actorlog.messages.TopicMetadataResponse.ConfigsEntry
+	45, // 4: actorlog.messages.MetadataResponse.hosts:type_name -> actorlog.messages.HostInfo
 	2,  // 5: actorlog.messages.MetadataResponse.topics:type_name -> actorlog.messages.TopicMetadataResponse
-	23, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
-	24, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
-	25, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	27, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
-	25, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	28, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
-	25, // 12: actorlog.messages.ControlledShutdownResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	25, // 13: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
-	26, // 14: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
-	26, // 15: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
+	42, // 6: actorlog.messages.CreateTopicRequest.configs:type_name -> actorlog.messages.CreateTopicRequest.ConfigsEntry
+	43, // 7: actorlog.messages.AlterTopicConfigsRequest.configs:type_name -> actorlog.messages.AlterTopicConfigsRequest.ConfigsEntry
+	44, // 8: actorlog.messages.AdminResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	46, // 9: actorlog.messages.AdminResponse.topic:type_name -> actorlog.messages.TopicMetadata
+	44, // 10: actorlog.messages.AlterPartitionResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	47, // 11: actorlog.messages.AlterPartitionResponse.partition:type_name -> actorlog.messages.PartitionState
+	44, // 12: actorlog.messages.ControlledShutdownResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 13: actorlog.messages.DescribeClusterResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	45, // 14: actorlog.messages.DescribeClusterResponse.hosts:type_name -> actorlog.messages.HostInfo
+	45, // 15: actorlog.messages.DescribeClusterResponse.down_hosts:type_name -> actorlog.messages.HostInfo
 	16, // 16: actorlog.messages.ElectLeadersRequest.partitions:type_name -> actorlog.messages.TopicPartitions
-	25, // 17: actorlog.messages.PartitionResult.error_code:type_name -> actorlog.messages.ErrorCode
-	25, // 18: actorlog.messages.ElectLeadersResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 17: actorlog.messages.PartitionResult.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 18: actorlog.messages.ElectLeadersResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	17, // 19: actorlog.messages.ElectLeadersResponse.results:type_name -> actorlog.messages.PartitionResult
 	20, // 20: actorlog.messages.ReassignPartitionsRequest.partitions:type_name -> actorlog.messages.PartitionReassignment
-	25, // 21: actorlog.messages.ReassignPartitionsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 21: actorlog.messages.ReassignPartitionsResponse.error_code:type_name -> actorlog.messages.ErrorCode
 	17, // 22: actorlog.messages.ReassignPartitionsResponse.results:type_name -> actorlog.messages.PartitionResult
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	22, // 23: actorlog.messages.CreateAclsRequest.bindings:type_name -> actorlog.messages.AclBinding
+	44, // 24: actorlog.messages.AclResult.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 25: actorlog.messages.CreateAclsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	25, // 26: actorlog.messages.CreateAclsResponse.results:type_name -> actorlog.messages.AclResult
+	23, // 27: actorlog.messages.DeleteAclsRequest.filters:type_name -> actorlog.messages.AclFilter
+	44, // 28: actorlog.messages.DeleteAclsResult.error_code:type_name -> actorlog.messages.ErrorCode
+	22, // 29: actorlog.messages.DeleteAclsResult.deleted:type_name -> actorlog.messages.AclBinding
+	44, // 30: actorlog.messages.DeleteAclsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	28, // 31: actorlog.messages.DeleteAclsResponse.results:type_name -> actorlog.messages.DeleteAclsResult
+	23, // 32: actorlog.messages.DescribeAclsRequest.filter:type_name -> actorlog.messages.AclFilter
+	44, // 33: actorlog.messages.DescribeAclsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	22, // 34: actorlog.messages.DescribeAclsResponse.bindings:type_name -> actorlog.messages.AclBinding
+	32, // 35: actorlog.messages.AlterScramCredentialsRequest.upsertions:type_name -> actorlog.messages.ScramUpsertion
+	33, // 36: actorlog.messages.AlterScramCredentialsRequest.deletions:type_name -> actorlog.messages.ScramDeletion
+	44, // 37: actorlog.messages.ScramResult.error_code:type_name -> actorlog.messages.ErrorCode
+	44, // 38: actorlog.messages.AlterScramCredentialsResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	35, // 39: actorlog.messages.AlterScramCredentialsResponse.upsertion_results:type_name -> actorlog.messages.ScramResult
+	35, // 40: actorlog.messages.AlterScramCredentialsResponse.deletion_results:type_name -> actorlog.messages.ScramResult
+	38, // 41: actorlog.messages.ScramUserInfo.mechanisms:type_name -> actorlog.messages.ScramMechanismInfo
+	44, // 42: actorlog.messages.DescribeScramUsersResponse.error_code:type_name -> actorlog.messages.ErrorCode
+	39, // 43: actorlog.messages.DescribeScramUsersResponse.users:type_name -> actorlog.messages.ScramUserInfo
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_messages_admin_proto_init() }
@@ -1853,13 +3306,14 @@ func file_messages_admin_proto_init() {
 	}
 	file_messages_errors_proto_init()
 	file_messages_metadata_proto_init()
+	file_messages_admin_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_admin_proto_rawDesc), len(file_messages_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

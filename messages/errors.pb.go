@@ -80,11 +80,21 @@ const (
 	// The acks value of a produce request is not one of NONE, LEADER, ALL.
 	// Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_REQUIRED_ACKS ErrorCode = 21
+	// The principal may not do the request's operation on the topic (the
+	// remote's or the Kafka listener's ACLs, internal/acl); the error message
+	// names the operation and the topic. Not retriable.
+	ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED ErrorCode = 29
+	// The principal may not do the request's operation on the consumer group
+	// (ACLs); the error message names the operation and the group. Not
+	// retriable.
+	ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED ErrorCode = 30
 	// An internal request (a follower fetch or OffsetForLeaderEpoch, an ISR
 	// change, a controlled shutdown, the offsets topic's creation) did not come
 	// from the registered host it must come from: the sender's address is not
 	// the advertised address of the host the request names. The refusal
-	// carries nothing else (no epochs, no partition state). Not retriable.
+	// carries nothing else (no epochs, no partition state). Also the answer
+	// when the ACLs refuse an operation on the cluster resource (creating
+	// topics, reassignments, elections, producer ids). Not retriable.
 	ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 31
 	// A record timestamp is outside the range the topic accepts
 	// (message.timestamp.*.ms). Not retriable.
@@ -222,6 +232,8 @@ var (
 		19:  "ERROR_CODE_NOT_ENOUGH_REPLICAS",
 		20:  "ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 		21:  "ERROR_CODE_INVALID_REQUIRED_ACKS",
+		29:  "ERROR_CODE_TOPIC_AUTHORIZATION_FAILED",
+		30:  "ERROR_CODE_GROUP_AUTHORIZATION_FAILED",
 		31:  "ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED",
 		32:  "ERROR_CODE_INVALID_TIMESTAMP",
 		36:  "ERROR_CODE_TOPIC_ALREADY_EXISTS",
@@ -280,6 +292,8 @@ var (
 		"ERROR_CODE_NOT_ENOUGH_REPLICAS":              19,
 		"ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
 		"ERROR_CODE_INVALID_REQUIRED_ACKS":            21,
+		"ERROR_CODE_TOPIC_AUTHORIZATION_FAILED":       29,
+		"ERROR_CODE_GROUP_AUTHORIZATION_FAILED":       30,
 		"ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED":     31,
 		"ERROR_CODE_INVALID_TIMESTAMP":                32,
 		"ERROR_CODE_TOPIC_ALREADY_EXISTS":             36,
@@ -354,7 +368,7 @@ var File_messages_errors_proto protoreflect.FileDescriptor
 
 const file_messages_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/errors.proto\x12\x11actorlog.messages*\xc7\x10\n" +
+	"\x15messages/errors.proto\x12\x11actorlog.messages*\x9d\x11\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -372,7 +386,9 @@ const file_messages_errors_proto_rawDesc = "" +
 	" ERROR_CODE_RECORD_LIST_TOO_LARGE\x10\x12\x12\"\n" +
 	"\x1eERROR_CODE_NOT_ENOUGH_REPLICAS\x10\x13\x12/\n" +
 	"+ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14\x12$\n" +
-	" ERROR_CODE_INVALID_REQUIRED_ACKS\x10\x15\x12+\n" +
+	" ERROR_CODE_INVALID_REQUIRED_ACKS\x10\x15\x12)\n" +
+	"%ERROR_CODE_TOPIC_AUTHORIZATION_FAILED\x10\x1d\x12)\n" +
+	"%ERROR_CODE_GROUP_AUTHORIZATION_FAILED\x10\x1e\x12+\n" +
 	"'ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED\x10\x1f\x12 \n" +
 	"\x1cERROR_CODE_INVALID_TIMESTAMP\x10 \x12#\n" +
 	"\x1fERROR_CODE_TOPIC_ALREADY_EXISTS\x10$\x12!\n" +
