@@ -7,12 +7,13 @@
 // revision; each change wakes it to list again, so a binding added or
 // deleted anywhere applies on every host within one watch delivery plus
 // one list (milliseconds on a healthy cluster). Changes made through this
-// host's cache (Add, Delete) apply here before the call returns. When the
-// watch ends (revision compacted, member cut off from its raft leader,
-// client closed), or for a store that cannot be watched, the cache polls
-// every PollInterval (DefaultACLPollInterval, 5 s) and watches again from
-// its next successful list. While the store cannot be read the host keeps
-// deciding on the last set it loaded.
+// host (the Kafka listener's, written by the controller, then Reload; or
+// Add and Delete, unfenced, in tests) apply here before the call returns.
+// When the watch ends (revision compacted, member cut off from its raft
+// leader, client closed), or for a store that cannot be watched, the
+// cache polls every PollInterval (DefaultACLPollInterval, 5 s) and
+// watches again from its next successful list. While the store cannot be
+// read the host keeps deciding on the last set it loaded.
 
 package cluster
 
@@ -95,7 +96,8 @@ func (c *ACLCache) load(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// Add writes bindings to the store, then reloads. A failed reload after
+// Add writes bindings to the store, unfenced, then reloads (tests; a
+// host's Kafka listener writes through the controller and calls Reload). A failed reload after
 // the write is logged, not returned: the change is made, and Run's watch
 // or poll applies it here too.
 func (c *ACLCache) Add(ctx context.Context, bindings []acl.Binding) error {
@@ -116,6 +118,11 @@ func (c *ACLCache) Delete(ctx context.Context, f acl.Filter) ([]acl.Binding, err
 	c.reloadAfterChange(ctx)
 	return deleted, nil
 }
+
+// Reload lists the bindings again after a change this host asked the
+// controller for, so it applies here before the change is answered. A
+// failure is logged, not returned, as for Add.
+func (c *ACLCache) Reload(ctx context.Context) { c.reloadAfterChange(ctx) }
 
 func (c *ACLCache) reloadAfterChange(ctx context.Context) {
 	if err := c.Load(ctx); err != nil {

@@ -1,7 +1,7 @@
-// acl_mem.go holds MemACLStore, the in-memory ACLStore for tests, with
-// the semantics of Store's (validation, one entry per binding, key
-// order), and change notifications so an ACLCache follows it as it
-// follows etcd.
+// acl_mem.go holds MemACLStore, the in-memory ACLStore (and
+// FencedACLStore) for tests, with the semantics of Store's (validation,
+// one entry per binding, key order, fenced writes), and change
+// notifications so an ACLCache follows it as it follows etcd.
 
 package cluster
 
@@ -26,6 +26,41 @@ type MemACLStore struct {
 	// Err, when set, fails every call with it (a store that does not
 	// answer). Set it before sharing the store.
 	Err error
+	// FenceHolds, when set, decides whether a fenced write's fence holds
+	// (nil: it does): an error (wrapping ErrNotController) refuses the
+	// write, which changes nothing. MemFenceCheck ties it to a
+	// MemStore's election. Set it before sharing the store.
+	FenceHolds func(Fence) error
+}
+
+// MemFenceCheck returns a MemACLStore.FenceHolds (or
+// MemScramStore.FenceHolds) that holds a fence while it is m's current
+// controller's, as Store's fenced writes hold while the election key has
+// the fence's create revision.
+func MemFenceCheck(m *MemStore) func(Fence) error {
+	return func(f Fence) error {
+		_, current, err := m.Controller(context.Background())
+		if err != nil {
+			return fmt.Errorf("%w: fence %v: %w", ErrNotController, f, err)
+		}
+		if current != f {
+			return fmt.Errorf("%w: fence %v, the controller's is %v", ErrNotController, f, current)
+		}
+		return nil
+	}
+}
+
+// checkFence refuses an invalid fence, or one FenceHolds refuses.
+func checkFence(holds func(Fence) error, f Fence) error {
+	if f.Key == "" || f.Epoch <= 0 {
+		return fmt.Errorf("%w: invalid fence %v", ErrNotController, f)
+	}
+	if holds != nil {
+		if err := holds(f); err != nil {
+			return fmt.Errorf("cluster: fenced write: %w", err)
+		}
+	}
+	return nil
 }
 
 // NewMemACLStore returns an empty MemACLStore.
@@ -52,11 +87,25 @@ func (m *MemACLStore) changedLocked() {
 
 // AddACLs implements ACLStore.
 func (m *MemACLStore) AddACLs(ctx context.Context, bindings []acl.Binding) error {
+	return m.addACLs(ctx, nil, bindings)
+}
+
+// AddACLsFenced implements FencedACLStore.
+func (m *MemACLStore) AddACLsFenced(ctx context.Context, fence Fence, bindings []acl.Binding) error {
+	return m.addACLs(ctx, &fence, bindings)
+}
+
+func (m *MemACLStore) addACLs(ctx context.Context, fence *Fence, bindings []acl.Binding) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
 	if err := validateBindings(bindings); err != nil {
 		return err
+	}
+	if fence != nil {
+		if err := checkFence(m.FenceHolds, *fence); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -94,11 +143,25 @@ func (m *MemACLStore) list(ctx context.Context, f acl.Filter) ([]acl.Binding, in
 
 // DeleteACLs implements ACLStore.
 func (m *MemACLStore) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
+	return m.deleteACLs(ctx, nil, f)
+}
+
+// DeleteACLsFenced implements FencedACLStore.
+func (m *MemACLStore) DeleteACLsFenced(ctx context.Context, fence Fence, f acl.Filter) ([]acl.Binding, error) {
+	return m.deleteACLs(ctx, &fence, f)
+}
+
+func (m *MemACLStore) deleteACLs(ctx context.Context, fence *Fence, f acl.Filter) ([]acl.Binding, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
 	if err := f.Validate(); err != nil {
 		return nil, err
+	}
+	if fence != nil {
+		if err := checkFence(m.FenceHolds, *fence); err != nil {
+			return nil, err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

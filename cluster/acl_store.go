@@ -5,9 +5,19 @@
 //	                                     JSON acl.Binding
 //
 // The key is derived from the binding (Keys.ACL), so adding a binding
-// that exists rewrites the same key: AddACLs is idempotent. Bindings are
-// not controller metadata: any host (or the CLI) writes them, not fenced
-// by the controller epoch (no controller decision depends on them).
+// that exists rewrites the same key: AddACLs is idempotent.
+//
+// Bindings are controller metadata, fenced like the other metadata
+// writes: in a cluster they are written only by the elected controller
+// (actors/controller/acls.go, on the requests of the hosts' Kafka
+// listeners), with AddACLsFenced and DeleteACLsFenced, whose transactions
+// hold only while the controller's election key has its epoch's create
+// revision — a deposed controller's write fails with ErrNotController and
+// changes nothing. The unfenced AddACLs and DeleteACLs remain for where
+// there is no controller to ask: the CLI's straight-to-etcd mode
+// (`actorlog acls --etcd-endpoints`, an admin tool like etcdctl, to write
+// the first bindings before any host runs) and tests.
+//
 // Values are validated on write and on read: a value that does not
 // decode, is not a valid binding, or does not belong under its key is
 // skipped and logged once (per key and revision), never a binding.
@@ -41,6 +51,26 @@ type ACLStore interface {
 	// ListACLs returns the bindings f matches, in key order.
 	ListACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error)
 }
+
+// FencedACLStore is the controller's ACLStore: its writes carry the
+// controller's Fence and fail with an error wrapping ErrNotController,
+// changing nothing, once the fence no longer holds. Store (etcd) and
+// MemACLStore implement it.
+type FencedACLStore interface {
+	ACLStore
+	// AddACLsFenced is AddACLs, fenced.
+	AddACLsFenced(ctx context.Context, fence Fence, bindings []acl.Binding) error
+	// DeleteACLsFenced is DeleteACLs, fenced: a batch refused by the
+	// fence deletes nothing (batches before it were deleted while the
+	// fence held, and are returned).
+	DeleteACLsFenced(ctx context.Context, fence Fence, f acl.Filter) ([]acl.Binding, error)
+}
+
+// Compile-time checks.
+var (
+	_ FencedACLStore = (*Store)(nil)
+	_ FencedACLStore = (*MemACLStore)(nil)
+)
 
 // aclWatcher is implemented by the stores an ACLCache can follow instead
 // of polling: listACLsRev lists every binding at a revision, and
@@ -87,8 +117,27 @@ func (k Keys) decodeACL(key string, value []byte) (acl.Binding, error) {
 	return b, nil
 }
 
-// AddACLs implements ACLStore.
+// AddACLs implements ACLStore, unfenced: for the CLI's straight-to-etcd
+// mode and tests only (see the file comment).
 func (s *Store) AddACLs(ctx context.Context, bindings []acl.Binding) error {
+	return s.addACLs(ctx, nil, bindings)
+}
+
+// AddACLsFenced implements FencedACLStore.
+func (s *Store) AddACLsFenced(ctx context.Context, fence Fence, bindings []acl.Binding) error {
+	return s.addACLs(ctx, &fence, bindings)
+}
+
+// aclTxn commits ops, fenced when fence is set.
+func (s *Store) aclTxn(ctx context.Context, fence *Fence, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
+	if fence == nil {
+		return s.client.Txn(ctx).Then(ops...).Commit()
+	}
+	return s.fenced(ctx, *fence, nil, ops)
+}
+
+// addACLs is AddACLs, fenced when fence is set.
+func (s *Store) addACLs(ctx context.Context, fence *Fence, bindings []acl.Binding) error {
 	if err := validateBindings(bindings); err != nil {
 		return err
 	}
@@ -97,7 +146,7 @@ func (s *Store) AddACLs(ctx context.Context, bindings []acl.Binding) error {
 		if len(ops) == 0 {
 			return nil
 		}
-		if _, err := s.client.Txn(ctx).Then(ops...).Commit(); err != nil {
+		if _, err := s.aclTxn(ctx, fence, ops); err != nil {
 			return fmt.Errorf("cluster: add %d ACL bindings: %w", len(ops), err)
 		}
 		ops = ops[:0]
@@ -166,9 +215,21 @@ func (s *Store) listACLKeys(ctx context.Context, f acl.Filter) ([]aclKV, int64, 
 	return out, resp.Header.Revision, nil
 }
 
-// DeleteACLs implements ACLStore. Invalid values are never deleted by a
-// filter (they are no bindings); delete them with etcdctl.
+// DeleteACLs implements ACLStore, unfenced: for the CLI's
+// straight-to-etcd mode and tests only (see the file comment). Invalid
+// values are never deleted by a filter (they are no bindings); delete
+// them with etcdctl.
 func (s *Store) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
+	return s.deleteACLs(ctx, nil, f)
+}
+
+// DeleteACLsFenced implements FencedACLStore.
+func (s *Store) DeleteACLsFenced(ctx context.Context, fence Fence, f acl.Filter) ([]acl.Binding, error) {
+	return s.deleteACLs(ctx, &fence, f)
+}
+
+// deleteACLs is DeleteACLs, fenced when fence is set.
+func (s *Store) deleteACLs(ctx context.Context, fence *Fence, f acl.Filter) ([]acl.Binding, error) {
 	kvs, _, err := s.listACLKeys(ctx, f)
 	if err != nil {
 		return nil, err
@@ -180,7 +241,7 @@ func (s *Store) DeleteACLs(ctx context.Context, f acl.Filter) ([]acl.Binding, er
 		for i, kv := range batch {
 			ops[i] = clientv3.OpDelete(kv.key)
 		}
-		resp, err := s.client.Txn(ctx).Then(ops...).Commit()
+		resp, err := s.aclTxn(ctx, fence, ops)
 		if err != nil {
 			return deleted, fmt.Errorf("cluster: delete %d ACL bindings: %w", len(ops), err)
 		}

@@ -7,12 +7,22 @@
 //	                                     nor the salted password)
 //
 // User names are path-escaped (url.PathEscape) so any name is one key.
-// Credentials are not controller metadata: they are written by whichever
-// host (or CLI) is asked, with a compare-and-swap on the user's key (two
-// writers of one user cannot lose each other's mechanism), not fenced by
-// the controller epoch (no controller decision depends on them). Values
-// are validated on write and on read (a corrupt value is an error wrapping
-// ErrCorruptMetadata, never a credential).
+// Every write is a compare-and-swap on the user's key (two writers of one
+// user cannot lose each other's mechanism).
+//
+// Credentials are controller metadata, fenced like the other metadata
+// writes: in a cluster only the elected controller writes them
+// (actors/controller/acls.go, on the AlterUserScramCredentials of the
+// hosts' Kafka listeners), with PutScramCredentialFenced and
+// DeleteScramCredentialFenced, whose transactions also hold only while
+// the controller's election key has its epoch's create revision — a
+// deposed controller's write fails with ErrNotController and changes
+// nothing. The unfenced PutScramCredential and DeleteScramCredential
+// remain for where there is no controller to ask: the CLI's
+// straight-to-etcd mode (`actorlog users --etcd-endpoints`, an admin tool
+// like etcdctl, for the first users before any host runs) and tests.
+// Values are validated on write and on read (a corrupt value is an error
+// wrapping ErrCorruptMetadata, never a credential).
 
 package cluster
 
@@ -89,6 +99,24 @@ type ScramStore interface {
 	// is none.
 	DeleteScramCredential(ctx context.Context, name, mech string) error
 }
+
+// FencedScramStore is the controller's ScramStore: its writes carry the
+// controller's Fence and fail with an error wrapping ErrNotController,
+// changing nothing, once the fence no longer holds. Store (etcd) and
+// MemScramStore implement it.
+type FencedScramStore interface {
+	ScramStore
+	// PutScramCredentialFenced is PutScramCredential, fenced.
+	PutScramCredentialFenced(ctx context.Context, fence Fence, name, mech string, c ScramCredential) error
+	// DeleteScramCredentialFenced is DeleteScramCredential, fenced.
+	DeleteScramCredentialFenced(ctx context.Context, fence Fence, name, mech string) error
+}
+
+// Compile-time checks.
+var (
+	_ FencedScramStore = (*Store)(nil)
+	_ FencedScramStore = (*MemScramStore)(nil)
+)
 
 // ValidateScramUserName checks a user name: 1 to 256 bytes of UTF-8
 // without control characters.
@@ -197,15 +225,25 @@ func (s *Store) ListScramUsers(ctx context.Context) ([]ScramUser, error) {
 	return out, nil
 }
 
-// PutScramCredential implements ScramStore.
+// PutScramCredential implements ScramStore, unfenced: for the CLI's
+// straight-to-etcd mode and tests only (see the file comment).
 func (s *Store) PutScramCredential(ctx context.Context, name, mech string, c ScramCredential) error {
+	return s.putScramCredential(ctx, nil, name, mech, c)
+}
+
+// PutScramCredentialFenced implements FencedScramStore.
+func (s *Store) PutScramCredentialFenced(ctx context.Context, fence Fence, name, mech string, c ScramCredential) error {
+	return s.putScramCredential(ctx, &fence, name, mech, c)
+}
+
+func (s *Store) putScramCredential(ctx context.Context, fence *Fence, name, mech string, c ScramCredential) error {
 	if err := ValidateScramUserName(name); err != nil {
 		return err
 	}
 	if err := ValidateScramCredential(mech, c); err != nil {
 		return err
 	}
-	return s.updateScramUser(ctx, name, func(u *ScramUser) error {
+	return s.updateScramUser(ctx, fence, name, func(u *ScramUser) error {
 		if u.Credentials == nil {
 			u.Credentials = map[string]ScramCredential{}
 		}
@@ -214,9 +252,19 @@ func (s *Store) PutScramCredential(ctx context.Context, name, mech string, c Scr
 	})
 }
 
-// DeleteScramCredential implements ScramStore.
+// DeleteScramCredential implements ScramStore, unfenced: for the CLI's
+// straight-to-etcd mode and tests only (see the file comment).
 func (s *Store) DeleteScramCredential(ctx context.Context, name, mech string) error {
-	return s.updateScramUser(ctx, name, func(u *ScramUser) error {
+	return s.deleteScramCredential(ctx, nil, name, mech)
+}
+
+// DeleteScramCredentialFenced implements FencedScramStore.
+func (s *Store) DeleteScramCredentialFenced(ctx context.Context, fence Fence, name, mech string) error {
+	return s.deleteScramCredential(ctx, &fence, name, mech)
+}
+
+func (s *Store) deleteScramCredential(ctx context.Context, fence *Fence, name, mech string) error {
+	return s.updateScramUser(ctx, fence, name, func(u *ScramUser) error {
 		if _, ok := u.Credentials[mech]; !ok {
 			return fmt.Errorf("%w: %q has no %s credential", ErrUnknownScramUser, name, mech)
 		}
@@ -227,8 +275,10 @@ func (s *Store) DeleteScramCredential(ctx context.Context, name, mech string) er
 
 // updateScramUser applies fn to name's stored value with a
 // compare-and-swap on its mod revision, retrying on a concurrent change;
-// a user left without credentials is deleted.
-func (s *Store) updateScramUser(ctx context.Context, name string, fn func(*ScramUser) error) error {
+// a user left without credentials is deleted. With a fence, the swap also
+// holds only while the fence does (else an error wrapping
+// ErrNotController, nothing written).
+func (s *Store) updateScramUser(ctx context.Context, fence *Fence, name string, fn func(*ScramUser) error) error {
 	key := s.keys.ScramUser(name)
 	for range scramCASAttempts {
 		u, rev, err := s.getScramUser(ctx, name)
@@ -246,7 +296,13 @@ func (s *Store) updateScramUser(ctx context.Context, name string, fn func(*Scram
 			}
 			op = clientv3.OpPut(key, string(b))
 		}
-		resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).Then(op).Commit()
+		swap := clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+		var resp *clientv3.TxnResponse
+		if fence == nil {
+			resp, err = s.client.Txn(ctx).If(swap).Then(op).Commit()
+		} else {
+			resp, err = s.fenced(ctx, *fence, []clientv3.Cmp{swap}, []clientv3.Op{op})
+		}
 		if err != nil {
 			return fmt.Errorf("cluster: write SCRAM user %q: %w", name, err)
 		}

@@ -19,9 +19,10 @@ const DefaultScramCacheTTL = 5 * time.Second
 // entries are dropped, and if none are, all of them.
 const scramCacheMax = 10000
 
-// ScramCache is a read-through, TTL-bounded cache over a ScramStore. Writes
-// go through it (Put/Delete), invalidating the user at once on this host;
-// other hosts see them within the TTL. Safe for concurrent use.
+// ScramCache is a read-through, TTL-bounded cache over a ScramStore. A
+// host's writes go to the controller, then Invalidate the user (Put and
+// Delete write the store unfenced, for tests), so they apply at once on
+// this host; other hosts see them within the TTL. Safe for concurrent use.
 type ScramCache struct {
 	store ScramStore
 	ttl   time.Duration

@@ -1,6 +1,7 @@
-// scram_mem.go holds MemScramStore, the in-memory ScramStore for tests,
-// with the semantics of Store's (validation, deletion of a user with its
-// last credential, ErrUnknownScramUser).
+// scram_mem.go holds MemScramStore, the in-memory ScramStore (and
+// FencedScramStore) for tests, with the semantics of Store's (validation,
+// deletion of a user with its last credential, ErrUnknownScramUser, fenced
+// writes).
 
 package cluster
 
@@ -20,6 +21,9 @@ type MemScramStore struct {
 	// Err, when set, fails every call with it (a store that does not
 	// answer). Set it before sharing the store.
 	Err error
+	// FenceHolds is as MemACLStore's: nil, every valid fence holds;
+	// MemFenceCheck ties it to a MemStore's election.
+	FenceHolds func(Fence) error
 }
 
 // NewMemScramStore returns an empty MemScramStore.
@@ -55,6 +59,15 @@ func (m *MemScramStore) ListScramUsers(ctx context.Context) ([]ScramUser, error)
 
 // PutScramCredential implements ScramStore.
 func (m *MemScramStore) PutScramCredential(ctx context.Context, name, mech string, c ScramCredential) error {
+	return m.putScramCredential(ctx, nil, name, mech, c)
+}
+
+// PutScramCredentialFenced implements FencedScramStore.
+func (m *MemScramStore) PutScramCredentialFenced(ctx context.Context, fence Fence, name, mech string, c ScramCredential) error {
+	return m.putScramCredential(ctx, &fence, name, mech, c)
+}
+
+func (m *MemScramStore) putScramCredential(ctx context.Context, fence *Fence, name, mech string, c ScramCredential) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
@@ -63,6 +76,11 @@ func (m *MemScramStore) PutScramCredential(ctx context.Context, name, mech strin
 	}
 	if err := ValidateScramCredential(mech, c); err != nil {
 		return err
+	}
+	if fence != nil {
+		if err := checkFence(m.FenceHolds, *fence); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -75,8 +93,22 @@ func (m *MemScramStore) PutScramCredential(ctx context.Context, name, mech strin
 
 // DeleteScramCredential implements ScramStore.
 func (m *MemScramStore) DeleteScramCredential(ctx context.Context, name, mech string) error {
+	return m.deleteScramCredential(ctx, nil, name, mech)
+}
+
+// DeleteScramCredentialFenced implements FencedScramStore.
+func (m *MemScramStore) DeleteScramCredentialFenced(ctx context.Context, fence Fence, name, mech string) error {
+	return m.deleteScramCredential(ctx, &fence, name, mech)
+}
+
+func (m *MemScramStore) deleteScramCredential(ctx context.Context, fence *Fence, name, mech string) error {
 	if err := m.check(ctx); err != nil {
 		return err
+	}
+	if fence != nil {
+		if err := checkFence(m.FenceHolds, *fence); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -12,7 +12,8 @@
 // is held to cluster.MaxPartitionsPerTopic (INVALID_PARTITIONS); the
 // replicas it places must leave every host within MaxPartitionsPerHost
 // (POLICY_VIOLATION); internal topics are read-only to users
-// (internal.go).
+// (internal.go). The Kafka listener's ACL bindings and SCRAM credentials
+// are written here too, fenced like the topics (acls.go).
 //
 // While elected, it also follows host liveness (liveness.go): when a
 // host's registration goes or comes back, it moves partition leadership
@@ -84,7 +85,12 @@ type Config struct {
 	// leader.imbalance.per.broker.percentage; default
 	// DefaultLeaderImbalancePerHostPercentage).
 	LeaderImbalancePerHostPercentage float64
-	Logger                           *logrus.Entry
+	// ACLs and Scram keep the Kafka listener's ACL bindings and SCRAM
+	// credentials, written fenced (acls.go); nil: Store, which keeps
+	// them when it is the etcd *cluster.Store.
+	ACLs   cluster.FencedACLStore
+	Scram  cluster.FencedScramStore
+	Logger *logrus.Entry
 }
 
 type (
@@ -167,6 +173,9 @@ func (c *Controller) Receive(ctx actor.Context) {
 		*messages.ElectLeadersRequest, *messages.ReassignPartitionsRequest:
 		m := msg.(proto.Message)
 		c.authorizeInternal(ctx, request{msg: m, sender: ctx.Sender(), corr: m.(correlated).GetCorrelationId()})
+	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.AlterScramCredentialsRequest,
+		*messages.DescribeAclsRequest, *messages.DescribeScramUsersRequest:
+		c.onSecurityRequest(ctx, msg.(proto.Message)) // acls.go
 	case *actor.Stopping:
 		c.onStopping()
 	case *actor.Stopped, *actor.Restarting, *pcluster.ClusterInit:

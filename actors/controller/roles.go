@@ -108,6 +108,8 @@ func (e *elected) serve(ctx actor.Context, req request) {
 		e.onElectLeaders(ctx, req, m)
 	case *messages.ReassignPartitionsRequest:
 		e.onReassignPartitions(ctx, req, m)
+	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.AlterScramCredentialsRequest:
+		e.onSecurityWrite(ctx, req) // acls.go
 	default: // the admin requests
 		e.onAdmin(ctx, req)
 	}
