@@ -57,10 +57,8 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"sync"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -74,10 +72,6 @@ const AnonymousPrincipal = "User:ANONYMOUS"
 // DefaultAuditEvery is how often a refusal of one principal, operation
 // and resource is logged when Config.AuditEvery is zero.
 const DefaultAuditEvery = time.Minute
-
-// auditKeys bounds the refusal log's memory: past it, the oldest entries
-// are forgotten (a refusal may then be logged a little more often).
-const auditKeys = 4096
 
 // Authorizer decides requests; *acl.Authorizer is one.
 type Authorizer interface {
@@ -158,7 +152,7 @@ func (c *conn) newGuard() *guard {
 func (g *guard) can(op acl.Operation, res acl.ResourceType, name string) bool {
 	d := g.az.Authorize(g.principal, g.host, op, res, name)
 	if !d.Allowed {
-		g.srv.audit.denied(g, op, res, name, d.Reason)
+		g.srv.audit.Denied(g.principal, g.host, op, res, name, d.Reason)
 	}
 	return d.Allowed
 }
@@ -814,7 +808,7 @@ func gateInitProducerID(g *guard, r *request) verdict {
 		}
 	case !g.sees(acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName) &&
 		!g.az.AuthorizeByResourceType(g.principal, g.host, acl.OpWrite, acl.ResourceTopic):
-		g.srv.audit.denied(g, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName, "neither IDEMPOTENT_WRITE on the cluster nor WRITE on any topic")
+		g.srv.audit.Denied(g.principal, g.host, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName, "neither IDEMPOTENT_WRITE on the cluster nor WRITE on any topic")
 		code = errClusterAuth
 	}
 	if code == 0 {
@@ -911,69 +905,4 @@ func gateDescribeCluster(g *guard, r *request) verdict {
 	return verdict{fix: func(resp kmsg.Response) {
 		resp.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations = g.operations(acl.ResourceCluster, acl.ClusterName, clusterOps...)
 	}}
-}
-
-// auditLog logs refusals, once per principal, operation and resource per
-// interval, and counts each through Config.OnDenied.
-type auditLog struct {
-	log      *logrus.Entry
-	every    time.Duration
-	onDenied func(acl.Operation, acl.ResourceType)
-
-	mu   sync.Mutex
-	last map[auditKey]*auditEntry
-}
-
-type auditKey struct {
-	principal, host string
-	op              acl.Operation
-	res             acl.ResourceType
-	name            string
-}
-
-type auditEntry struct {
-	at         time.Time
-	suppressed int
-}
-
-func (a *auditLog) denied(g *guard, op acl.Operation, res acl.ResourceType, name, reason string) {
-	if a.onDenied != nil {
-		a.onDenied(op, res)
-	}
-	k := auditKey{principal: g.principal, host: g.host, op: op, res: res, name: name}
-	now := time.Now()
-	a.mu.Lock()
-	if a.last == nil {
-		a.last = make(map[auditKey]*auditEntry)
-	}
-	e := a.last[k]
-	if e != nil && now.Sub(e.at) < a.every {
-		e.suppressed++
-		a.mu.Unlock()
-		return
-	}
-	suppressed := 0
-	if e != nil {
-		suppressed = e.suppressed
-	}
-	if len(a.last) >= auditKeys {
-		for key, old := range a.last {
-			if now.Sub(old.at) >= a.every {
-				delete(a.last, key)
-			}
-		}
-		if len(a.last) >= auditKeys {
-			clear(a.last) // a flood of distinct refusals: forget them all
-		}
-	}
-	a.last[k] = &auditEntry{at: now}
-	a.mu.Unlock()
-	fields := logrus.Fields{
-		"principal": g.principal, "client_host": g.host, "operation": op.String(),
-		"resource_type": res.String(), "resource": name, "reason": reason,
-	}
-	if suppressed > 0 {
-		fields["suppressed"] = suppressed
-	}
-	a.log.WithFields(fields).Info("request refused: not authorized")
 }

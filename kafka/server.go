@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/acl"
 )
 
 // ErrServerClosed is what Serve returns after Close.
@@ -43,7 +44,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 
 	// audit logs refused requests; nil without an authorizer.
-	audit *auditLog
+	audit *acl.Audit
 
 	// wg counts every goroutine the server started: readers, writers and
 	// asynchronous handlers. Close waits for it.
@@ -72,7 +73,7 @@ func NewServer(cfg Config) (*Server, error) {
 			cancel()
 			return nil, err
 		}
-		s.audit = &auditLog{log: s.log.WithField("audit", "authorization"), every: cfg.AuditEvery, onDenied: cfg.OnDenied}
+		s.audit = acl.NewAudit(s.log.WithField("audit", "authorization"), logrus.InfoLevel, "request refused: not authorized", cfg.AuditEvery, cfg.OnDenied)
 	}
 	return s, nil
 }

@@ -115,6 +115,17 @@ type Config struct {
 	// its own (nil: os.RemoveAll); tests slow it down.
 	RemoveDir func(path string) error
 	Logger    *logrus.Entry
+	// ReceiverMiddleware is applied to the replicas and group coordinators
+	// the broker spawns (the remote's ACLs, client.RemoteACL); nil: none.
+	ReceiverMiddleware []actor.ReceiverMiddleware
+}
+
+// childProps applies cfg.ReceiverMiddleware to a child's props.
+func (cfg *Config) childProps(p *actor.Props) *actor.Props {
+	if len(cfg.ReceiverMiddleware) == 0 {
+		return p
+	}
+	return p.Configure(actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...))
 }
 
 // RestartCounter counts the actors a supervisor reopened, by kind
@@ -321,6 +332,8 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.findCoordinator(ctx, msg)
 	case *messages.ListGroupsRequest:
 		b.listGroups(ctx, msg)
+	case *messages.DescribeLogDirsRequest:
+		b.describeLogDirs(ctx, msg) // logdirs.go
 	case offsetsTopicAsked:
 		b.offsetsTopicAsking = false
 	case *messages.CreateTopicRequest, *messages.DeleteTopicRequest, *messages.CreatePartitionsRequest, *messages.AlterTopicConfigsRequest,

@@ -124,10 +124,10 @@ func (b *Broker) spawnCoordinator(ctx actor.Context, t *messages.TopicMetadata, 
 	if b.cfg.NewMembership != nil {
 		m = b.cfg.NewMembership(p.Partition)
 	}
-	cpid, err := ctx.SpawnNamed(coordinator.Props(coordinator.Config{
+	cpid, err := ctx.SpawnNamed(b.cfg.childProps(coordinator.Props(coordinator.Config{
 		Partition: p.Partition, Partitions: int32(len(t.Partitions)), LeaderEpoch: p.LeaderEpoch,
 		Replica: pid, Topics: b.topicPartitionCounts(), Membership: m, Group: b.cfg.Group, Logger: b.cfg.Logger,
-	}), messages.CoordinatorActorName(p.Partition))
+	})), messages.CoordinatorActorName(p.Partition))
 	if err != nil {
 		b.logger.WithError(err).WithField("partition", p.Partition).Error("cannot spawn the group coordinator")
 		return nil

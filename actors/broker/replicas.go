@@ -223,7 +223,7 @@ func (b *Broker) notStarted(ctx actor.Context, key tp, err error) {
 func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState, cfg replica.Config) error {
 	key := tp{t.Name, p.Partition}
 	follow := cfg.Follow
-	pid, err := ctx.SpawnNamed(replica.Props(cfg), messages.ReplicaActorName(t.Name, p.Partition))
+	pid, err := ctx.SpawnNamed(b.cfg.childProps(replica.Props(cfg)), messages.ReplicaActorName(t.Name, p.Partition))
 	if err != nil {
 		return fmt.Errorf("cannot spawn replica: %w", err)
 	}

@@ -165,14 +165,18 @@ func authorizeBatch(b *remote.MessageBatch, p tlsconf.Principal, header *remote.
 	return dropped
 }
 
-// stamp puts header's principal into e's header.
+// stamp puts header's entries (the principal, and the peer's host when
+// known) into e's header, overwriting the sender's.
 func stamp(e *remote.MessageEnvelope, header *remote.MessageHeader) {
 	h := e.GetMessageHeader().GetHeaderData()
 	if len(h) == 0 || len(h) == 1 && hasKey(h, PrincipalHeader) {
 		e.MessageHeader = header
 		return
 	}
-	h[PrincipalHeader] = header.HeaderData[PrincipalHeader]
+	delete(h, PeerHostHeader) // only the guard's own word counts
+	for k, v := range header.HeaderData {
+		h[k] = v
+	}
 }
 
 func hasKey(m map[string]string, k string) bool {

@@ -398,9 +398,13 @@ func (g *remoteGuard) guardStream(ss grpc.ServerStream, method string) *guardedS
 			p = connPrincipal(pe.AuthInfo)
 		}
 	}
+	header := map[string]string{PrincipalHeader: p.String()}
+	if pe, ok := peer.FromContext(ss.Context()); ok && pe.Addr != nil {
+		header[PeerHostHeader] = pe.Addr.String() // for ACLs naming a host (remoteacl.go)
+	}
 	return &guardedStream{
 		ServerStream: ss, guard: g, method: method, principal: p,
-		header: &remote.MessageHeader{HeaderData: map[string]string{PrincipalHeader: p.String()}},
+		header: &remote.MessageHeader{HeaderData: header},
 	}
 }
 

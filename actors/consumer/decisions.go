@@ -71,7 +71,11 @@ func reactionTo(code messages.ErrorCode) reaction {
 		messages.ErrorCode_ERROR_CODE_INCONSISTENT_GROUP_PROTOCOL,
 		messages.ErrorCode_ERROR_CODE_INVALID_SESSION_TIMEOUT,
 		messages.ErrorCode_ERROR_CODE_INVALID_GROUP_ID,
-		messages.ErrorCode_ERROR_CODE_GROUP_MAX_SIZE_REACHED:
+		messages.ErrorCode_ERROR_CODE_GROUP_MAX_SIZE_REACHED,
+		// The ACLs refuse the group or a topic (remote or Kafka listener):
+		// asking again gets the same answer, as in Kafka.
+		messages.ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED,
+		messages.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED:
 		return reactFatal
 	}
 	return reactBackoff

@@ -35,6 +35,8 @@ func TestReactionTo(t *testing.T) {
 		{messages.ErrorCode_ERROR_CODE_INVALID_SESSION_TIMEOUT, reactFatal},
 		{messages.ErrorCode_ERROR_CODE_INVALID_GROUP_ID, reactFatal},
 		{messages.ErrorCode_ERROR_CODE_GROUP_MAX_SIZE_REACHED, reactFatal},
+		{messages.ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED, reactFatal},
+		{messages.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED, reactFatal},
 		{messages.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR, reactBackoff},
 	}
 	for _, tt := range tests {
