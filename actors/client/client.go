@@ -216,7 +216,11 @@ func (c *Client) tryHost(ctx context.Context, addr, id string, msg proto.Message
 	if err := conn.Close(); err != nil {
 		c.logger.WithError(err).Debug("closing probe connection")
 	}
-	return c.Request(ctx, actor.NewPID(addr, id), msg)
+	res, err := c.Request(ctx, actor.NewPID(addr, id), msg)
+	if err != nil {
+		return nil, explainDeadLetter(ctx, err, addr, c.cfg.TLS != nil)
+	}
+	return res, nil
 }
 
 // Metadata asks a bootstrap host for the metadata of topics (all when none).
