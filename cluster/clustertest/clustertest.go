@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,40 @@ func FreeURL(t testing.TB) string {
 		t.Fatalf("clustertest: close probe listener: %v", err)
 	}
 	return "http://" + addr
+}
+
+// FreePortBase returns a loopback port p with p, p+1 and p+2 free a
+// moment ago: a host's remote and its embedded etcd's peer and client
+// ports (Listen, Listen+1, Listen+2).
+func FreePortBase(t testing.TB) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("clustertest: find a free port: %v", err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		ls := []net.Listener{l}
+		ok := base+2 <= 65533
+		for i := 1; ok && i <= 2; i++ {
+			li, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, li)
+		}
+		for _, li := range ls {
+			if err := li.Close(); err != nil {
+				t.Fatalf("clustertest: close probe listener: %v", err)
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("clustertest: no three consecutive free ports found")
+	return 0
 }
 
 // Config returns the config of a single-member test etcd named name: a new
