@@ -41,6 +41,7 @@ import (
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/internal/acl"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -241,6 +242,10 @@ func (c *Console) resetOffsets(ctx context.Context, r *http.Request) (string, er
 			return "", badRequest("topic: group %q has no committed offsets: choose a topic", id)
 		}
 		slices.Sort(topics)
+		// The form named no topic: READ on each is checked here (access.go).
+		if err := c.authorizeEach(ctx, acl.OpRead, acl.ResourceTopic, topics); err != nil {
+			return "", err
+		}
 	}
 	for _, t := range topics {
 		if _, err := c.cfg.GroupAdmin.PlanResetOffsets(ctx, id, t, parts, target); err != nil {

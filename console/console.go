@@ -14,10 +14,13 @@
 //
 //	/ui/                          cluster: hosts (alive, broker epoch,
 //	                              controller with epoch, leaders and
-//	                              replicas per host), under-replicated /
+//	                              replicas per host, etcd member role),
+//	                              under-replicated /
 //	                              offline / under-min-ISR partition counts,
 //	                              a warning banner when any is non-zero
-//	/ui/topics                    topics with partitions, RF and health;
+//	/ui/topics                    topics with partitions, RF, health, size
+//	                              on disk, records in/out per second with
+//	                              sparklines (live.go, rates.go);
 //	                              POST: create (name, partitions,
 //	                              replication_factor, configs "k=v" lines)
 //	/ui/topics/{name}             partitions (leader, replicas, ISR,
@@ -63,20 +66,27 @@
 //	                       "hosts": [{"name", "id", "address", "http_address",
 //	                       "kafka_address", "alive", "broker_epoch" (a string:
 //	                       epochs exceed 2^53),
-//	                       "controller", "leaders", "replicas"}], "topics",
+//	                       "controller", "leaders", "replicas", "etcd_role"
+//	                       (live.go)}], "topics",
 //	                       "partitions", "under_replicated", "offline",
 //	                       "under_min_isr", "warning"}
 //	/api/v1/topics         TopicsView: {"topics": [{"name", "internal",
 //	                       "partitions", "replication_factor",
-//	                       "under_replicated", "offline", "under_min_isr"}]}
+//	                       "under_replicated", "offline", "under_min_isr",
+//	                       "size_bytes", "size_partial" (live.go),
+//	                       "in_per_sec", "out_per_sec", "in_history",
+//	                       "out_history" (rates.go)}], "size_error",
+//	                       "sample_period_seconds"}
 //	/api/v1/topics/{name}  TopicView: {"name", "replication_factor",
 //	                       "min_insync_replicas", "configs": {k: v},
-//	                       "total_log_end_offset", "partitions": [{"partition",
+//	                       "total_log_end_offset", "size_bytes",
+//	                       "size_partial", "partitions": [{"partition",
 //	                       "leader", "leader_epoch", "leader_status",
 //	                       "replicas", "isr", "adding", "removing",
 //	                       "log_start_offset", "log_end_offset" (null when
 //	                       unknown), "under_replicated", "offline",
-//	                       "under_min_isr"}]}
+//	                       "under_min_isr", "size_bytes" (the leader's),
+//	                       "replicas_size_bytes", "size_partial"}]}
 //	/api/v1/topics/{name}/records?partition=P&offset=O|timestamp=MS&limit=N&format=F
 //	                       RecordsView: {"topic", "partition", "offset",
 //	                       "limit", "format", "log_start_offset",
@@ -193,7 +203,8 @@ type GroupReader interface {
 	GroupLag(ctx context.Context, group string, also ...*messages.TopicPartitions) ([]client.PartitionLag, error)
 }
 
-// Sources are where the console's data comes from. All are required.
+// Sources are where the console's data comes from. All are required but
+// the optional three at the end.
 type Sources struct {
 	Cluster    ClusterReader
 	Offsets    OffsetReader
@@ -202,11 +213,18 @@ type Sources struct {
 	Groups     GroupReader
 	GroupAdmin GroupAdmin
 	Producer   RecordProducer
+	// Optional (live.go, rates.go): without them the matching figures are
+	// null or "unknown". LogDirs gives the sizes on disk, Committed the
+	// topics' records out per second, Etcd the hosts' etcd roles.
+	LogDirs   LogDirReader
+	Committed CommittedReader
+	Etcd      EtcdReader
 }
 
 // FromClient returns Sources that all go through c.
 func FromClient(c *client.Client) Sources {
-	return Sources{Cluster: c, Offsets: c, Records: clientRecords{c}, Admin: c, Groups: c, GroupAdmin: c, Producer: clientProducer{c}}
+	return Sources{Cluster: c, Offsets: c, Records: clientRecords{c}, Admin: c, Groups: c, GroupAdmin: c, Producer: clientProducer{c},
+		LogDirs: clientLogDirs{c}, Committed: c}
 }
 
 // clientProducer produces each record with a producer actor of its own,
@@ -277,6 +295,13 @@ type Config struct {
 	Timeout time.Duration
 	// Logger (logrus.StandardLogger when nil).
 	Logger *logrus.Entry
+	// SamplePeriod is how often the topics' rates are sampled while the
+	// topics list is viewed (default DefaultSamplePeriod; rates.go).
+	SamplePeriod time.Duration
+	// Auth, when set, requires every request but the login page's to be
+	// authenticated, and authorizes it with Auth.Authorizer (auth.go,
+	// access.go). Nil: anyone who reaches the console may do anything.
+	Auth *AuthConfig
 }
 
 // Console serves the pages and the JSON endpoints. Safe for concurrent
@@ -288,6 +313,12 @@ type Console struct {
 	pages  map[string]*template.Template
 	static http.Handler
 	mux    *http.ServeMux
+	auth   *auth // nil without Config.Auth
+	// sizes and etcd cache the hosts' log sizes and the etcd roles;
+	// rates samples the topics' rates (live.go, rates.go).
+	sizes cached[*sizeSnapshot]
+	etcd  cached[map[string]string]
+	rates *rateSampler
 }
 
 // New checks cfg and parses the embedded templates.
@@ -301,6 +332,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.SamplePeriod <= 0 {
+		cfg.SamplePeriod = DefaultSamplePeriod
 	}
 	var tok [32]byte
 	if _, err := rand.Read(tok[:]); err != nil {
@@ -316,9 +350,21 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, token: hex.EncodeToString(tok[:]), pages: pages,
 		static: http.StripPrefix("/ui/static/", http.FileServerFS(sub))}
-	c.mux = c.routes()
+	c.rates = newRateSampler(c, cfg.SamplePeriod)
+	if cfg.Auth != nil {
+		if c.auth, err = newAuth(*cfg.Auth, c.log); err != nil {
+			return nil, err
+		}
+	}
+	if c.mux, err = c.routes(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
+
+// Close stops the console's background rate sampling (rates.go); the
+// pages keep working, without rates.
+func (c *Console) Close() { c.rates.close() }
 
 // Mount registers the console on mux under /ui/ and /api/v1/.
 func (c *Console) Mount(mux *http.ServeMux) {
@@ -334,45 +380,71 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if c.auth != nil {
+		var ok bool
+		if r, ok = c.auth.identify(w, r); !ok {
+			return
+		}
+	}
 	c.mux.ServeHTTP(w, r)
 }
 
-func (c *Console) routes() *http.ServeMux {
+// routes registers every route behind the guard of its access table
+// entry (access.go).
+func (c *Console) routes() (*http.ServeMux, error) {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /ui/{$}", c.page("cluster", c.clusterPage))
-	m.HandleFunc("GET /ui/topics", c.page("topics", c.topicsPage))
-	m.HandleFunc("POST /ui/topics", c.form(c.createTopic))
-	m.HandleFunc("GET /ui/topics/{name}", c.page("topic", c.topicPage))
-	m.HandleFunc("GET /ui/topics/{name}/records", c.page("records", c.recordsPage))
-	m.HandleFunc("POST /ui/topics/{name}/partitions", c.form(c.addPartitions))
-	m.HandleFunc("POST /ui/topics/{name}/delete", c.form(c.deleteTopic))
-	m.HandleFunc("POST /ui/topics/{name}/configs", c.form(c.alterConfigs))
-	m.HandleFunc("POST /ui/topics/{name}/produce", c.formLimit(maxProduceFormBytes, c.produceRecord))
-	m.HandleFunc("GET /ui/groups", c.page("groups", c.groupsPage))
-	m.HandleFunc("GET /ui/groups/{id}", c.page("group", c.groupPage))
-	m.HandleFunc("POST /ui/groups/{id}/reset-offsets", c.form(c.resetOffsets))
-	m.Handle("GET /ui/static/", c.static)
-	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+	var errs []error
+	handle := func(pattern string, h http.Handler) { errs = append(errs, c.handle(m, pattern, h)) }
+	handleFunc := func(pattern string, h http.HandlerFunc) { handle(pattern, h) }
+	handleFunc("GET /ui/login", c.loginPage)
+	handleFunc("POST /ui/login", c.login)
+	handleFunc("POST /ui/logout", c.logout)
+	handleFunc("GET /ui/{$}", c.page("cluster", c.clusterPage))
+	handleFunc("GET /ui/topics", c.page("topics", c.topicsPage))
+	handleFunc("POST /ui/topics", c.form(c.createTopic))
+	handleFunc("GET /ui/topics/{name}", c.page("topic", c.topicPage))
+	handleFunc("GET /ui/topics/{name}/records", c.page("records", c.recordsPage))
+	handleFunc("POST /ui/topics/{name}/partitions", c.form(c.addPartitions))
+	handleFunc("POST /ui/topics/{name}/delete", c.form(c.deleteTopic))
+	handleFunc("POST /ui/topics/{name}/configs", c.form(c.alterConfigs))
+	handleFunc("POST /ui/topics/{name}/produce", c.formLimit(maxProduceFormBytes, c.produceRecord))
+	handleFunc("GET /ui/groups", c.page("groups", c.groupsPage))
+	handleFunc("GET /ui/groups/{id}", c.page("group", c.groupPage))
+	handleFunc("POST /ui/groups/{id}/reset-offsets", c.form(c.resetOffsets))
+	handle("GET /ui/static/", c.static)
+	handleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, notFound("no console page %s", r.URL.Path))
 	})
 
-	m.HandleFunc("GET /api/v1/cluster", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.cluster(ctx) }))
-	m.HandleFunc("GET /api/v1/topics", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.topics(ctx) }))
-	m.HandleFunc("GET /api/v1/topics/{name}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
-		return c.topic(ctx, r.PathValue("name"))
+	handleFunc("GET /api/v1/cluster", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.cluster(ctx) }))
+	handleFunc("GET /api/v1/topics", c.api(func(ctx context.Context, _ *http.Request) (any, error) {
+		v, err := c.topics(ctx)
+		c.scopeTopics(ctx, v)
+		return v, err
 	}))
-	m.HandleFunc("GET /api/v1/topics/{name}/records", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+	handleFunc("GET /api/v1/topics/{name}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+		v, err := c.topic(ctx, r.PathValue("name"))
+		c.scopeTopic(ctx, v)
+		return v, err
+	}))
+	handleFunc("GET /api/v1/topics/{name}/records", c.api(func(ctx context.Context, r *http.Request) (any, error) {
 		q, err := parseRecordsQuery(r)
 		if err != nil {
 			return nil, err
 		}
 		return c.records(ctx, r.PathValue("name"), q)
 	}))
-	m.HandleFunc("GET /api/v1/groups", c.api(func(ctx context.Context, _ *http.Request) (any, error) { return c.groups(ctx) }))
-	m.HandleFunc("GET /api/v1/groups/{id}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
-		return c.group(ctx, r.PathValue("id"))
+	handleFunc("GET /api/v1/groups", c.api(func(ctx context.Context, _ *http.Request) (any, error) {
+		v, err := c.groups(ctx)
+		c.scopeGroups(ctx, v)
+		return v, err
 	}))
-	m.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+	handleFunc("GET /api/v1/groups/{id}", c.api(func(ctx context.Context, r *http.Request) (any, error) {
+		v, err := c.group(ctx, r.PathValue("id"))
+		c.scopeGroup(ctx, v)
+		return v, err
+	}))
+	handleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			c.writeAPIError(w, r, &httpError{status: http.StatusMethodNotAllowed, msg: "the API is read-only: " + r.Method + " is not allowed"})
@@ -380,5 +452,5 @@ func (c *Console) routes() *http.ServeMux {
 		}
 		c.writeAPIError(w, r, notFound("no API endpoint %s", r.URL.Path))
 	})
-	return m
+	return m, errors.Join(errs...)
 }

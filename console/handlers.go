@@ -137,6 +137,18 @@ type pageData struct {
 	// NoticeLink, when set, follows the notice ("see it").
 	NoticeLink string
 	Data       any
+	// User is the authenticated principal ("": no authentication) and
+	// Session whether it logged in (then the page offers to log out).
+	User    string
+	Session bool
+}
+
+// withIdentity fills d's User and Session from r (auth.go).
+func withIdentity(r *http.Request, d *pageData) *pageData {
+	if id, ok := identityFrom(r.Context()); ok {
+		d.User, d.Session = id.principal.String(), id.session != ""
+	}
+	return d
 }
 
 // page renders template name over fn's data.
@@ -144,7 +156,7 @@ func (c *Console) page(name string, fn func(ctx context.Context, r *http.Request
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
 		defer cancel()
-		d := &pageData{Nav: name, CSRF: c.token, ReadOnly: c.cfg.ReadOnly}
+		d := withIdentity(r, &pageData{Nav: name, CSRF: c.csrfToken(r), ReadOnly: c.cfg.ReadOnly})
 		d.Notice, d.NoticeLink = notice(r)
 		if err := fn(ctx, r, d); err != nil {
 			c.renderError(w, r, err)
@@ -206,13 +218,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 func (c *Console) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
 	c.logFailure(r, status, err)
-	c.render(w, r, status, "error", &pageData{
-		Title: http.StatusText(status), CSRF: c.token, ReadOnly: c.cfg.ReadOnly,
+	c.render(w, r, status, "error", withIdentity(r, &pageData{
+		Title: http.StatusText(status), CSRF: c.csrfToken(r), ReadOnly: c.cfg.ReadOnly,
 		Data: struct {
 			Status  int
 			Message string
 		}{status, err.Error()},
-	})
+	}))
 }
 
 // maxFormBytes bounds the body of a form but the produce form's.
@@ -250,6 +262,13 @@ func (c *Console) checkCSRF(r *http.Request) error {
 	if c.cfg.ReadOnly {
 		return forbidden("the console is read-only")
 	}
+	return c.checkFormOrigin(r)
+}
+
+// checkFormOrigin is checkCSRF but for read-only consoles (the login and
+// logout forms work on those too): same origin, the token of r's session
+// (auth.go) or the console's.
+func (c *Console) checkFormOrigin(r *http.Request) error {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return forbidden("cross-site request refused (Sec-Fetch-Site: " + s + ")")
 	}
@@ -262,7 +281,7 @@ func (c *Console) checkCSRF(r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return badRequest("form: %v", err)
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(c.token)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(c.csrfToken(r))) != 1 {
 		return forbidden("missing or stale form token: reload the page and try again")
 	}
 	return nil
@@ -285,6 +304,7 @@ func (c *Console) clusterPage(ctx context.Context, _ *http.Request, d *pageData)
 
 func (c *Console) topicsPage(ctx context.Context, _ *http.Request, d *pageData) error {
 	v, err := c.topics(ctx)
+	c.scopeTopics(ctx, v) // access.go
 	d.Title, d.API, d.Data = "Topics", "/api/v1/topics", v
 	return err
 }
@@ -294,6 +314,7 @@ func (c *Console) topicPage(ctx context.Context, r *http.Request, d *pageData) e
 	if err != nil {
 		return err
 	}
+	c.scopeTopic(ctx, v) // access.go
 	d.Title, d.API, d.Data = "Topic "+v.Name, "/api/v1/topics/"+url.PathEscape(v.Name), v
 	d.Nav = "topics"
 	return nil
@@ -314,6 +335,7 @@ func (c *Console) recordsPage(ctx context.Context, r *http.Request, d *pageData)
 
 func (c *Console) groupsPage(ctx context.Context, _ *http.Request, d *pageData) error {
 	v, err := c.groups(ctx)
+	c.scopeGroups(ctx, v) // access.go
 	d.Title, d.API, d.Data = "Consumer groups", "/api/v1/groups", v
 	return err
 }
@@ -323,6 +345,7 @@ func (c *Console) groupPage(ctx context.Context, r *http.Request, d *pageData) e
 	if err != nil {
 		return err
 	}
+	c.scopeGroup(ctx, v) // access.go
 	d.Title, d.Nav, d.API, d.Data = "Group "+v.GroupID, "groups", "/api/v1/groups/"+url.PathEscape(v.GroupID), v
 	return nil
 }
@@ -442,6 +465,9 @@ func parsePages() (map[string]*template.Template, error) {
 			}
 			return strconv.Itoa(*n)
 		},
+	}
+	for name, fn := range liveFuncs { // live.go
+		funcs[name] = fn
 	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {

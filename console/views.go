@@ -67,11 +67,19 @@ type HostView struct {
 	// Leaders and Replicas count the partitions it leads and holds.
 	Leaders  int `json:"leaders"`
 	Replicas int `json:"replicas"`
+	// EtcdRole is its etcd member's role: "leader", "follower",
+	// "learner", "unreachable"; "not a member", "external etcd" or
+	// "unknown" (live.go).
+	EtcdRole string `json:"etcd_role"`
 }
 
 // TopicsView is /api/v1/topics.
 type TopicsView struct {
 	Topics []TopicSummary `json:"topics"`
+	// SizeError names the hosts that did not report their log sizes.
+	SizeError string `json:"size_error,omitempty"`
+	// SamplePeriodSeconds is the period of the rates and their histories.
+	SamplePeriodSeconds float64 `json:"sample_period_seconds"`
 }
 
 // TopicSummary is one topic of TopicsView.
@@ -83,6 +91,17 @@ type TopicSummary struct {
 	UnderReplicated   int    `json:"under_replicated"`
 	Offline           int    `json:"offline"`
 	UnderMinISR       int    `json:"under_min_isr"`
+	// SizeBytes sums the segment bytes of all its replicas that reported
+	// one (null: none did); SizePartial: some replica did not (live.go).
+	SizeBytes   *int64 `json:"size_bytes"`
+	SizePartial bool   `json:"size_partial"`
+	// InPerSec and OutPerSec are records produced and consumed per second
+	// over the last sample period (null until two samples were taken);
+	// InHistory and OutHistory the last rates, oldest first (rates.go).
+	InPerSec   *float64  `json:"in_per_sec"`
+	OutPerSec  *float64  `json:"out_per_sec"`
+	InHistory  []float64 `json:"in_history"`
+	OutHistory []float64 `json:"out_history"`
 }
 
 // TopicView is /api/v1/topics/{name}.
@@ -93,8 +112,11 @@ type TopicView struct {
 	Configs           map[string]string `json:"configs"`
 	// TotalLogEndOffset sums the known log end offsets: its growth is the
 	// produce rate.
-	TotalLogEndOffset int64           `json:"total_log_end_offset"`
-	Partitions        []PartitionView `json:"partitions"`
+	TotalLogEndOffset int64 `json:"total_log_end_offset"`
+	// SizeBytes and SizePartial: as TopicSummary's.
+	SizeBytes   *int64          `json:"size_bytes"`
+	SizePartial bool            `json:"size_partial"`
+	Partitions  []PartitionView `json:"partitions"`
 }
 
 // PartitionView is one partition of TopicView.
@@ -114,6 +136,12 @@ type PartitionView struct {
 	UnderReplicated bool    `json:"under_replicated"`
 	Offline         bool    `json:"offline"`
 	UnderMinISR     bool    `json:"under_min_isr"`
+	// SizeBytes is its leader's segment bytes (null: unknown);
+	// ReplicasSizeBytes sums those of its replicas that reported one
+	// (null: none did); SizePartial: some replica did not.
+	SizeBytes         *int64 `json:"size_bytes"`
+	ReplicasSizeBytes *int64 `json:"replicas_size_bytes"`
+	SizePartial       bool   `json:"size_partial"`
 }
 
 // GroupsView is /api/v1/groups.
@@ -233,6 +261,7 @@ func (c *Console) cluster(ctx context.Context) (*ClusterView, error) {
 	for _, h := range d.DownHosts {
 		v.Hosts = append(v.Hosts, HostView{Name: h.Name, ID: h.HostId, Leaders: leaders[h.HostId], Replicas: replicas[h.HostId]})
 	}
+	setEtcdRoles(v.Hosts, c.etcdMembers(ctx))
 	v.ControllerName = "none elected"
 	if v.ControllerID >= 0 {
 		v.ControllerName = fmt.Sprintf("host %d", v.ControllerID)
@@ -258,19 +287,33 @@ func (c *Console) topics(ctx context.Context) (*TopicsView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	v := &TopicsView{Topics: []TopicSummary{}}
+	c.rates.touch() // someone views the list: sample its rates (rates.go)
+	sizes := c.logSizes(ctx, md.Hosts)
+	v := &TopicsView{Topics: []TopicSummary{}, SizeError: sizes.sizeError(), SamplePeriodSeconds: c.cfg.SamplePeriod.Seconds()}
 	for _, t := range md.Topics {
 		if t.ErrorCode != messages.ErrorCode_ERROR_CODE_UNSPECIFIED {
 			continue
 		}
 		s := TopicSummary{Name: t.Name, Internal: t.Name == messages.OffsetsTopic, Partitions: len(t.Partitions), ReplicationFactor: t.ReplicationFactor}
 		m := minISR(t)
+		var size int64
+		known := false
 		for _, p := range t.Partitions {
 			ur, off, umi := partitionHealth(p, m)
 			s.UnderReplicated += b2i(ur)
 			s.Offline += b2i(off)
 			s.UnderMinISR += b2i(umi)
+			if sizes != nil {
+				_, n, reported, partial := sizes.partitionSize(t.Name, p)
+				size += n
+				known = known || reported > 0
+				s.SizePartial = s.SizePartial || partial
+			}
 		}
+		if known {
+			s.SizeBytes = &size
+		}
+		s.InPerSec, s.OutPerSec, s.InHistory, s.OutHistory = c.rates.rates(t.Name)
 		v.Topics = append(v.Topics, s)
 	}
 	slices.SortFunc(v.Topics, func(a, b TopicSummary) int { return strings.Compare(a.Name, b.Name) })
@@ -310,6 +353,9 @@ func (c *Console) topic(ctx context.Context, name string) (*TopicView, error) {
 	v := &TopicView{Name: t.Name, ReplicationFactor: t.ReplicationFactor, MinInsyncReplicas: minISR(t), Configs: map[string]string{},
 		Partitions: make([]PartitionView, len(t.Partitions))}
 	maps.Copy(v.Configs, t.Configs)
+	// The sizes (cached, live.go) are asked for beside the offsets.
+	sizesc := make(chan *sizeSnapshot, 1)
+	go func() { sizesc <- c.logSizes(ctx, nil) }()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, offsetParallelism)
 	for i, p := range t.Partitions {
@@ -337,6 +383,24 @@ func (c *Console) topic(ctx context.Context, name string) (*TopicView, error) {
 		}(&v.Partitions[i], p)
 	}
 	wg.Wait()
+	if sizes := <-sizesc; sizes != nil {
+		var total int64
+		known := false
+		for i, p := range t.Partitions {
+			pv := &v.Partitions[i]
+			leader, n, reported, partial := sizes.partitionSize(name, p)
+			pv.SizeBytes, pv.SizePartial = leader, partial
+			if reported > 0 {
+				pv.ReplicasSizeBytes = &n
+				total += n
+				known = true
+			}
+			v.SizePartial = v.SizePartial || partial
+		}
+		if known {
+			v.SizeBytes = &total
+		}
+	}
 	slices.SortFunc(v.Partitions, func(a, b PartitionView) int { return int(a.Partition - b.Partition) })
 	for _, p := range v.Partitions {
 		if p.LogEndOffset != nil {

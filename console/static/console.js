@@ -8,6 +8,11 @@
 //                               marks rows where any of them holds
 //   svg[data-spark="field"]     a sparkline of the value (data-rate: its
 //                               rate per second), latest in #data-label
+//   [data-fmt="bytes"|"rate"]   (on [data-t] and th) the value as a size
+//                               or a rate; [data-partial="field"] adds
+//                               "(partial)" while that field is true
+//   th[data-spark]              the cell draws the array value (a rate
+//                               history) as a sparkline
 // and asks for confirmation on form[data-confirm]. Values are written
 // with textContent only, never as HTML.
 (function () {
@@ -35,6 +40,34 @@
     if (v === false) return "no";
     return String(v);
   }
+  function human(n) {
+    if (n < 1024) return n + " B";
+    var units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"], u = 0;
+    for (n /= 1024; n >= 1024 && u < units.length - 1; n /= 1024) u++;
+    return n.toFixed(1) + " " + units[u];
+  }
+  function format(v, kind, partial) {
+    if (typeof v !== "number") return text(v);
+    if (kind === "bytes") return human(v) + (partial ? " (partial)" : "");
+    if (kind === "rate") return v.toFixed(1);
+    return text(v);
+  }
+  function points(pts) {
+    var w = 240, h = 40, top = Math.max.apply(null, pts.concat([1]));
+    return pts.map(function (p, i) {
+      var x = pts.length < 2 ? w : i * w / (pts.length - 1);
+      return x.toFixed(1) + "," + (h - 2 - p / top * (h - 4)).toFixed(1);
+    }).join(" ");
+  }
+  function sparkCell(td, pts) {
+    var ns = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(ns, "svg"), line = document.createElementNS(ns, "polyline");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("viewBox", "0 0 240 40");
+    line.setAttribute("points", Array.isArray(pts) && pts.length ? points(pts) : "");
+    svg.appendChild(line);
+    td.appendChild(svg);
+  }
   function holds(spec, row) {
     return spec.split("|").some(function (s) {
       var neg = s.charAt(0) === "!";
@@ -46,7 +79,8 @@
     var rows = get(data, tbl.getAttribute("data-rows"));
     if (!Array.isArray(rows)) return;
     var cols = Array.prototype.map.call(tbl.querySelectorAll("thead th"), function (th) {
-      return { f: th.getAttribute("data-f"), href: th.getAttribute("data-href") };
+      return { f: th.getAttribute("data-f"), href: th.getAttribute("data-href"), fmt: th.getAttribute("data-fmt"),
+        partial: th.getAttribute("data-partial"), spark: th.hasAttribute("data-spark") };
     });
     var warn = tbl.getAttribute("data-warn");
     var body = document.createElement("tbody");
@@ -61,8 +95,10 @@
           a.href = c.href + encodeURIComponent(String(v));
           a.textContent = text(v);
           td.appendChild(a);
+        } else if (c.spark) {
+          sparkCell(td, v);
         } else {
-          td.textContent = text(v);
+          td.textContent = format(v, c.fmt, c.partial && get(row, c.partial));
         }
         tr.appendChild(td);
       });
@@ -86,18 +122,16 @@
       }
     }
     if (!pts.length) return;
-    var w = 240, h = 40, top = Math.max.apply(null, pts.concat([1]));
-    var d = pts.map(function (p, i) {
-      var x = pts.length < 2 ? w : i * w / (pts.length - 1);
-      return x.toFixed(1) + "," + (h - 2 - p / top * (h - 4)).toFixed(1);
-    }).join(" ");
-    svg.querySelector("polyline").setAttribute("points", d);
+    svg.querySelector("polyline").setAttribute("points", points(pts));
     var label = document.getElementById(svg.getAttribute("data-label") || "");
     if (label) label.textContent = String(Math.round(pts[pts.length - 1] * 10) / 10);
   }
   function apply(data) {
     var now = Date.now();
-    document.querySelectorAll("[data-t]").forEach(function (el) { el.textContent = text(get(data, el.getAttribute("data-t"))); });
+    document.querySelectorAll("[data-t]").forEach(function (el) {
+      var p = el.getAttribute("data-partial");
+      el.textContent = format(get(data, el.getAttribute("data-t")), el.getAttribute("data-fmt"), p && get(data, p));
+    });
     document.querySelectorAll("[data-show]").forEach(function (el) { el.hidden = !get(data, el.getAttribute("data-show")); });
     document.querySelectorAll("table[data-rows]").forEach(function (t) { table(t, data); });
     document.querySelectorAll("svg[data-spark]").forEach(function (s) { spark(s, data, now); });
