@@ -2,8 +2,10 @@
 // clients (issue 16). With Config.EtcdTLS (--etcd-tls) and
 // --tls-cert/--tls-key/--tls-ca the member serves its client and peer
 // URLs as https with etcd's client-certificate authentication on both
-// (cluster/etcdtls.go: any certificate of the CA on the client port, only
-// the --initial-cluster members' names on the peer port), and the host's
+// (cluster/etcdtls.go: on the client port the members' names and
+// --etcd-client-cns, "admin" by default, so a Kafka client's certificate
+// of the same CA cannot rewrite the metadata; on the peer port only the
+// --initial-cluster members' names), and the host's
 // own etcd client — the member's, or the one of --etcd-endpoints —
 // presents the host certificate. Every etcd URL is then https://: a
 // HOST:PORT flag means https://HOST:PORT, the defaults are https, and
@@ -29,6 +31,11 @@ import (
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/internal/tlsconf"
 )
+
+// DefaultEtcdClientCNs are the client certificates' Common Names, besides
+// the members', that the embedded etcd's client port accepts by default:
+// the admin certificate `actorlog certs init --clients admin` issues.
+var DefaultEtcdClientCNs = []string{"admin"}
 
 // etcdScheme is the scheme of the host's etcd URLs.
 func (c *Config) etcdScheme() string {
@@ -127,5 +134,9 @@ func (h *Host) etcdTLS() (*cluster.EtcdTLS, *tls.Config, error) {
 		}
 	}
 	h.logger.WithField("principal", p.String()).Info("embedded etcd serves TLS and requires client certificates on its client and peer ports")
-	return &cluster.EtcdTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA, Client: clientTLS}, clientTLS, nil
+	cns := cfg.EtcdClientCNs
+	if cns == nil {
+		cns = DefaultEtcdClientCNs
+	}
+	return &cluster.EtcdTLS{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, CAFile: cfg.TLSCA, Client: clientTLS, ClientCNs: cns}, clientTLS, nil
 }

@@ -27,39 +27,6 @@ import (
 	"github.com/actorlog/actorlog/storage/record"
 )
 
-// freeBase returns a loopback port p with p, p+1 and p+2 free a moment
-// ago: the remote and the embedded etcd's peer and client ports.
-func freeBase(t *testing.T) int {
-	t.Helper()
-	for attempt := 0; attempt < 50; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		ls := []net.Listener{l}
-		ok := base+2 <= 65533
-		for i := 1; ok && i <= 2; i++ {
-			li, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, li)
-		}
-		for _, li := range ls {
-			if err := li.Close(); err != nil {
-				t.Fatalf("close probe listener: %v", err)
-			}
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no three consecutive free ports found")
-	return 0
-}
-
 // startTestHost starts a host over a new data directory on free loopback
 // ports and shuts it down at cleanup. prepare may change its config and
 // write into its data directory before it starts.
@@ -67,7 +34,7 @@ func startTestHost(t *testing.T, prepare func(c *Config)) *Host {
 	t.Helper()
 	httpAddr := strings.TrimPrefix(clustertest.FreeURL(t), "http://")
 	cfg := Config{
-		Name: "host-1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(freeBase(t))), HTTP: httpAddr,
+		Name: "host-1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(clustertest.FreePortBase(t))), HTTP: httpAddr,
 		EtcdUnsafeNoFsync: true, Logger: clustertest.Logger(t).Logger,
 	}
 	if prepare != nil {

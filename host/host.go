@@ -37,6 +37,7 @@ import (
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/cluster"
 	"github.com/actorlog/actorlog/cluster/netlimit"
+	"github.com/actorlog/actorlog/internal/acl"
 	"github.com/actorlog/actorlog/internal/tlsconf"
 	"github.com/actorlog/actorlog/kafka"
 	"github.com/actorlog/actorlog/messages"
@@ -84,6 +85,12 @@ type Config struct {
 	// authentication, and the host's etcd clients on TLS; every etcd URL
 	// is then https:// (etcdtls.go).
 	EtcdTLS bool
+	// EtcdClientCNs are the Common Names of client certificates that the
+	// embedded etcd's client port accepts with EtcdTLS besides the
+	// --initial-cluster members' (hosts joining through EtcdEndpoints,
+	// admins running `actorlog users|acls --etcd-endpoints`); "*": any
+	// certificate of TLSCA. nil: DefaultEtcdClientCNs.
+	EtcdClientCNs []string
 	// KafkaClientAuth is the Kafka listener's client-certificate policy
 	// with TLS: KafkaClientAuthNone (default), KafkaClientAuthRequest (a
 	// certificate, if sent, must verify and names the principal) or
@@ -94,9 +101,11 @@ type Config struct {
 	// SCRAM-SHA-512, PLAIN; PLAIN only over TLS). Empty: no SASL.
 	// Credentials are kept in the metadata store (`actorlog users`).
 	KafkaSASLMechanisms []string
-	// Authorizer says when the Kafka listener enforces ACLs
-	// (kafkaauthz.go): AuthorizerAuto (default: when clients must
-	// authenticate), AuthorizerACL (always) or AuthorizerNone.
+	// Authorizer says when the Kafka listener and the actor remote
+	// enforce ACLs (kafkaauthz.go): AuthorizerAuto (default: the Kafka
+	// listener when clients must authenticate, the remote with RemoteTLS),
+	// AuthorizerACL (always; the remote only with RemoteTLS) or
+	// AuthorizerNone.
 	Authorizer string
 	// SuperUsers may do anything whatever the ACLs say (Kafka's
 	// super.users), e.g. "User:admin".
@@ -135,6 +144,9 @@ type Config struct {
 	// endpoint: ConsoleAuto (default) only when HTTP listens on loopback,
 	// ConsoleOn, ConsoleOff (console.go).
 	Console ConsoleMode
+	// HTTPTLS serves HTTP over TLS with TLSCert, asking for (not
+	// requiring) client certificates (--http-tls; httptls.go).
+	HTTPTLS bool
 	// EtcdClient and EtcdPeer are the embedded etcd member's URLs
 	// ("http://HOST:PORT", or "HOST:PORT"). Defaults: the peer URL from
 	// EtcdInitialCluster's entry for Name, else Listen's host with port
@@ -354,6 +366,9 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.kafkaDefaults(); err != nil { // kafka.go
 		return c, err
 	}
+	if err := c.httpDefaults(); err != nil { // httptls.go
+		return c, err
+	}
 	if err := c.etcdTLSDefaults(); err != nil { // etcdtls.go
 		return c, err
 	}
@@ -462,6 +477,16 @@ type Host struct {
 	// aclStop stops following the Kafka ACLs (kafkaauthz.go); nil when
 	// they are not enforced.
 	aclStop func()
+	// kafkaCtrl is the client the Kafka listener's ACL and SCRAM writes
+	// go to the controller through (kafkaacls.go); nil without a Kafka
+	// listener.
+	kafkaCtrl *client.Client
+	// authz decides, over aclCache's bindings, for the Kafka listener
+	// and the remote; remoteACL is the remote's middleware (kafkaauthz.go).
+	// nil when not enforced.
+	authz     *acl.Authorizer
+	aclCache  *cluster.ACLCache
+	remoteACL *client.RemoteACL
 	// remoteNames maps host ids to names for the TLS remote's guard
 	// (remotetls.go); nil without TLS on the remote.
 	remoteNames *hostNames
@@ -602,10 +627,13 @@ func (h *Host) start(ctx context.Context) error {
 		retired:   func() bool { return h.stopping.Load() || h.fencing.Load() },
 		restarted: h.metrics.ActorRestarted, logger: h.logger,
 	}))
-	ctrl, err := h.supervise(messages.ControllerActorID, controller.Props(controller.Config{
+	if err := h.startAuthorizer(); err != nil { // kafkaauthz.go
+		return err
+	}
+	ctrl, err := h.supervise(messages.ControllerActorID, h.withRemoteACLs(controller.Props(controller.Config{
 		HostID: h.hostID.Load(), Store: h.store, SessionTTL: cfg.LeaseTTL, Logger: h.logger,
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval,
-	}))
+	})))
 	if err != nil {
 		return fmt.Errorf("host: spawn controller: %w", err)
 	}
@@ -633,12 +661,13 @@ func (h *Host) start(ctx context.Context) error {
 	}
 	cleaner.Start()
 	h.cleaner = cleaner
-	brk, err := h.supervise(messages.BrokerActorID, broker.Props(broker.Config{
+	brk, err := h.supervise(messages.BrokerActorID, h.withRemoteACLs(broker.Props(broker.Config{
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
 		Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics, Cleaner: cleaner,
-	}))
+		ReceiverMiddleware: h.remoteMiddleware(),
+	})))
 	h.brokerMu.Lock()
 	h.broker = brk
 	h.brokerMu.Unlock()
@@ -870,11 +899,18 @@ func (h *Host) startHTTP() error {
 		return fmt.Errorf("host: http listen: %w", err)
 	}
 	ln = h.conns.Listener("http", ln)
+	tln, err := h.httpListener(ln) // httptls.go
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	ln = tln
 	h.metrics.Registry.MustRegister(h.conns)
 	// IdleTimeout: a keep-alive connection waiting for its next request
 	// holds a connection slot; without it, for ever.
 	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	h.mountConsole(mux) // console.go
+	if err := h.mountConsole(mux); err != nil { // console.go
+		return errors.Join(err, ln.Close())
+	}
 	go func() {
 		if err := h.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.logger.WithError(err).Error("http server stopped")
@@ -911,6 +947,9 @@ func (h *Host) shutdown(ctx context.Context) error {
 	}
 	if h.aclStop != nil {
 		h.aclStop()
+	}
+	if h.kafkaCtrl != nil {
+		h.kafkaCtrl.Close()
 	}
 	h.remoteNames.close()
 	if h.http != nil {

@@ -212,12 +212,18 @@ func (h *Host) startKafka() error {
 	if h.tls != nil {
 		tlsCfg = h.tls.ServerConfig(h.cfg.kafkaClientAuth())
 	}
+	// The ACL and SCRAM writes go to the controller (kafkaacls.go).
+	ctrl, err := h.attachKafkaController()
+	if err != nil {
+		return err
+	}
+	h.kafkaCtrl = ctrl
 	var sasl kafka.SASLConfig
 	if len(h.cfg.KafkaSASLMechanisms) > 0 {
 		if h.store == nil {
 			return errors.New("host: Kafka SASL needs the metadata store")
 		}
-		users := &kafkaScram{cache: cluster.NewScramCache(h.store, 0)}
+		users := &kafkaScram{cache: cluster.NewScramCache(h.store, 0), ctrl: h.kafkaCtrl}
 		sasl = kafka.SASLConfig{Mechanisms: h.cfg.KafkaSASLMechanisms, Credentials: users, Users: users}
 		if tlsCfg == nil && slices.Contains(sasl.Mechanisms, kafka.MechanismPlain) {
 			h.logger.Warn("--kafka-sasl-mechanisms has PLAIN but the Kafka listener has no TLS: PLAIN is refused on plain-text connections")
@@ -491,8 +497,11 @@ func (h *Host) ReloadTLS() error {
 // metadata store, through a read-through cache (cluster.ScramCache): a
 // change made on another host applies here within
 // cluster.DefaultScramCacheTTL, one made through this host at once.
+// AlterUserScramCredentials goes to the controller, which writes the
+// credentials fenced (kafkaacls.go's alterScram).
 type kafkaScram struct {
 	cache *cluster.ScramCache
+	ctrl  scramController
 }
 
 // ScramCredential implements kafka.Credentials.
@@ -541,14 +550,14 @@ func (k *kafkaScram) DescribeScramUsers(ctx context.Context, names []string) ([]
 
 // UpsertScramCredential implements kafka.ScramUsers.
 func (k *kafkaScram) UpsertScramCredential(ctx context.Context, user string, mech kafka.ScramMechanism, c kafka.ScramCredential) error {
-	return k.cache.Put(ctx, user, mech.String(), cluster.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey})
+	defer k.cache.Invalidate(user)
+	return alterScram(ctx, k.ctrl, &messages.ScramUpsertion{
+		User: user, Mechanism: mech.String(), Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey,
+	}, nil)
 }
 
 // DeleteScramCredential implements kafka.ScramUsers.
 func (k *kafkaScram) DeleteScramCredential(ctx context.Context, user string, mech kafka.ScramMechanism) error {
-	err := k.cache.Delete(ctx, user, mech.String())
-	if errors.Is(err, cluster.ErrUnknownScramUser) {
-		return fmt.Errorf("%w: %w", kafka.ErrUnknownScramUser, err)
-	}
-	return err
+	defer k.cache.Invalidate(user)
+	return alterScram(ctx, k.ctrl, nil, &messages.ScramDeletion{User: user, Mechanism: mech.String()})
 }

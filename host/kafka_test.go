@@ -107,7 +107,7 @@ func TestKafkaDefaultAddressBusyRunsWithout(t *testing.T) {
 func TestKafkaExplicitAddressBusyFailsStart(t *testing.T) {
 	busy := busyPort(t)
 	cfg := Config{
-		Name: "host-1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(freeBase(t))), HTTP: "off",
+		Name: "host-1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(clustertest.FreePortBase(t))), HTTP: "off",
 		KafkaListen: busy, EtcdUnsafeNoFsync: true, Logger: clustertest.Logger(t).Logger,
 	}
 	ctx, cancel := context30s()

@@ -32,6 +32,9 @@ type Metrics struct {
 	dirtyRatio                                                 *prometheus.GaugeVec
 	// denied counts Kafka requests refused by the ACLs (kafkaauthz.go).
 	denied *prometheus.CounterVec
+	// remoteDenied counts remote requests refused by the ACLs
+	// (kafkaauthz.go).
+	remoteDenied *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors (and Go/process collectors) in a new
@@ -80,6 +83,8 @@ func NewMetrics() *Metrics {
 	}
 	m.denied = newDeniedCounter()
 	r.MustRegister(m.denied)
+	m.remoteDenied = newRemoteDeniedCounter()
+	r.MustRegister(m.remoteDenied)
 	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset, m.restarts,
 		m.cleanedBytes, m.cleanings, m.cleanerSeconds, m.tombstonesRemoved, m.dirtyRatio,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))

@@ -15,9 +15,11 @@
 //
 // The cluster is reached as by `actorlog users` (adminFlags): through a
 // host's Kafka listener (CreateAcls, DescribeAcls, DeleteAcls; the
-// listener serves them when it enforces ACLs), or straight in the
-// metadata store with --etcd-endpoints, which is how the first ACLs of a
-// cluster are added. Hosts apply a change within one etcd watch delivery.
+// listener serves them when it enforces ACLs and has the controller write
+// them, fenced on its epoch), or straight in the metadata store with
+// --etcd-endpoints, an admin tool like etcdctl that writes unfenced, with
+// no controller involved: how the first ACLs of a cluster are added.
+// Hosts apply a change within one etcd watch delivery.
 
 package main
 
@@ -343,13 +345,15 @@ func newACLsCmd(g *globals) *cobra.Command {
 model: a principal is allowed or denied an operation on the topics, groups,
 transactional ids or cluster a resource pattern names, from a host). By
 default through a host's Kafka listener (--kafka-bootstrap, authenticating
-with --sasl-user/--sasl-password and TLS as it requires); with
---etcd-endpoints straight in the metadata store, which is how the first ACLs
-of a cluster are added. A listener serves the ACL APIs only when it enforces
+with --sasl-user/--sasl-password and TLS as it requires), which has the
+controller write the change; with --etcd-endpoints straight in the metadata
+store, bypassing the controller as etcdctl would (an admin tool for when no
+host runs yet: how the first ACLs of a cluster are added). A listener
+serves the ACL APIs only when it enforces
 ACLs (the host's --authorizer), and only to a principal allowed ALTER
 (add, remove) or DESCRIBE (list) on the cluster, or a super user.`,
 	}
-	af.register(cmd.PersistentFlags(), "write straight to the metadata store at these etcd client URLs instead (bootstrap of the first ACLs)")
+	af.register(cmd.PersistentFlags(), "write straight to the metadata store at these etcd client URLs instead, bypassing the controller like etcdctl (bootstrap of the first ACLs)")
 
 	var addFlags aclFlags
 	add := &cobra.Command{

@@ -50,7 +50,7 @@ func TestAdminConnEtcdTLS(t *testing.T) {
 	cfg := clustertest.Config(t, "m1")
 	cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
 	cfg.PeerURL = strings.Replace(cfg.PeerURL, "http://", "https://", 1)
-	cfg.TLS = &cluster.EtcdTLS{CertFile: hostFiles.Cert, KeyFile: hostFiles.Key, CAFile: caFile, Client: cluster.EtcdClientTLS(r)}
+	cfg.TLS = &cluster.EtcdTLS{CertFile: hostFiles.Cert, KeyFile: hostFiles.Key, CAFile: caFile, Client: cluster.EtcdClientTLS(r), ClientCNs: []string{"admin"}}
 	clustertest.Start(t, cfg)
 
 	g := &globals{logLevel: "error"}

@@ -153,6 +153,8 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "./data", "directory for partition logs and metadata")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "address clients and other hosts connect to")
 	f.StringVar(&cfg.HTTP, "http", "127.0.0.1:7080", "address of /healthz and /metrics (\"off\" to disable)")
+	f.BoolVar(&cfg.HTTPTLS, "http-tls", false,
+		"serve --http over TLS 1.2+ with --tls-cert/--tls-key (SIGHUP reloads them), asking for (not requiring) a client certificate of --tls-ca; plain HTTP to it is refused")
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", host.DefaultKafkaListen,
 		"address of the Kafka listener Kafka clients bootstrap to (\"\" for none; the default is skipped with a warning when in use)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "",
@@ -163,12 +165,14 @@ command line wins over the environment, which wins over the file.`,
 	f.BoolVar(&cfg.EtcdTLS, "etcd-tls", false,
 		"the embedded etcd's client and peer ports speak TLS with --tls-cert and require a certificate of --tls-ca (peers: of an --initial-cluster member); every etcd URL is then https:// (HOST:PORT flags default to it); --tls-cert must be a host certificate for --name")
 	f.StringVar(&cfg.TLSCA, "tls-ca", "", "PEM CA certificates that client certificates are verified against")
+	f.StringSliceVar(&cfg.EtcdClientCNs, "etcd-client-cns", host.DefaultEtcdClientCNs,
+		"with --etcd-tls, the Common Names of client certificates the embedded etcd's client port accepts besides the --initial-cluster members' (hosts joining through --etcd-endpoints, admins running `actorlog users|acls --etcd-endpoints`); \"*\": any certificate of --tls-ca")
 	f.StringVar(&cfg.KafkaClientAuth, "kafka-client-auth", host.KafkaClientAuthNone,
 		"client certificates on the TLS Kafka listener: none, request (verified if sent; its CN names the principal) or require")
 	f.StringVar(&saslMechanisms, "kafka-sasl-mechanisms", "",
 		"SASL mechanisms Kafka clients must authenticate with, comma-separated: SCRAM-SHA-256,SCRAM-SHA-512,PLAIN (PLAIN only over TLS; empty: no SASL); users are managed with `actorlog users`")
 	f.StringVar(&cfg.Authorizer, "authorizer", host.AuthorizerAuto,
-		"when the Kafka listener enforces ACLs (`actorlog acls`): auto (when clients must authenticate: SASL or --kafka-client-auth require), acl (always; unauthenticated clients are User:ANONYMOUS) or none")
+		"when ACLs (`actorlog acls`) are enforced: auto (on the Kafka listener when clients must authenticate: SASL or --kafka-client-auth require; on the actor remote with --remote-tls), acl (always; unauthenticated Kafka clients are User:ANONYMOUS; the actor remote only with --remote-tls) or none")
 	f.StringVar(&superUsers, "super-users", "",
 		"principals that may do anything whatever the ACLs say, comma-separated, e.g. User:admin (Kafka's super.users)")
 	f.BoolVar(&cfg.AllowEveryoneIfNoACLFound, "allow-everyone-if-no-acl-found", false,
@@ -183,7 +187,9 @@ command line wins over the environment, which wins over the file.`,
 		"replication factor of those topics (Kafka's default.replication.factor); more than the live hosts is refused with INVALID_REPLICATION_FACTOR")
 	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
 	f.BoolVar(&serveConsole, "console", true,
-		"serve the web console under /ui/ and its JSON under /api/v1/ on --http; unless given, only when --http is a loopback address (the console can change topics and has no authentication yet)")
+		"serve the web console under /ui/ and its JSON under /api/v1/ on --http; unless given, only when --http is a loopback address or has --http-tls with authentication on. "+
+			"The console authenticates users whenever the host authenticates clients (--kafka-sasl-mechanisms, --kafka-client-auth require, --remote-tls or --authorizer acl): "+
+			"a client certificate, or a login with a SCRAM user's password (`actorlog users`; over plain HTTP only on loopback), and checks every action against the ACLs like the Kafka listener; otherwise it has no authentication")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address others use to reach --listen (default --listen)")
 	f.StringVar(&cfg.EtcdPeer, "etcd-peer", "", "embedded etcd peer address HOST:PORT (default from --initial-cluster, else --listen port+1)")
 	f.StringVar(&cfg.EtcdClient, "etcd-client", "", "embedded etcd client address HOST:PORT (default --listen port+2)")

@@ -67,7 +67,10 @@ func TestTLSClusterFailoverLosesNothing(t *testing.T) {
 	ca := tlsFiles(t, dir, names...)
 	caPath := filepath.Join(dir, "ca.crt")
 	hosts := startClusterEach(t, func(i int) []string {
-		return []string{"--remote-tls", "--tls-cert", filepath.Join(dir, names[i]+".crt"), "--tls-key", filepath.Join(dir, names[i]+".key"), "--tls-ca", caPath}
+		// The remote enforces ACLs with --remote-tls: the workload's client
+		// is a super user (ACL checks themselves: actors/client/acltest).
+		return []string{"--remote-tls", "--tls-cert", filepath.Join(dir, names[i]+".crt"), "--tls-key", filepath.Join(dir, names[i]+".key"), "--tls-ca", caPath,
+			"--super-users", "User:e2e-client"}
 	})
 	clientFlags := []string{"--tls-cert", filepath.Join(dir, "client.crt"), "--tls-key", filepath.Join(dir, "client.key"), "--tls-ca", caPath}
 	for _, h := range hosts {

@@ -5,12 +5,15 @@
 //     kadm's AlterUserSCRAMs / DescribeUserSCRAMs, authenticating with
 //     --sasl-user/--sasl-password and TLS (--tls-ca, --tls-cert,
 //     --tls-key) as the listener requires; the password is salted here
-//     and only the salted password is sent, as Kafka clients do;
-//   - straight to the metadata store with --etcd-endpoints: the way to add
-//     the first user of a cluster whose listener already requires SASL
-//     (Kafka's kafka-storage format --add-scram). Whoever can reach etcd
-//     can do this; the cluster's etcd must be private to its hosts and
-//     administrators.
+//     and only the salted password is sent, as Kafka clients do; the
+//     listener has the controller write the credential, fenced on its
+//     epoch;
+//   - straight to the metadata store with --etcd-endpoints, an admin tool
+//     like etcdctl that writes unfenced, with no controller involved: the
+//     way to add the first user of a cluster whose listener already
+//     requires SASL (Kafka's kafka-storage format --add-scram). Whoever
+//     can reach etcd can do this; the cluster's etcd must be private to
+//     its hosts and administrators.
 //
 // Hosts cache credentials for a few seconds (cluster.DefaultScramCacheTTL):
 // a change is seen by every host within that time.
@@ -90,11 +93,13 @@ func newUsersCmd(g *globals) *cobra.Command {
 		Long: `Manage the SCRAM credentials Kafka clients authenticate with (hosts started
 with --kafka-sasl-mechanisms). By default through a host's Kafka listener
 (--kafka-bootstrap, authenticating with --sasl-user/--sasl-password and TLS
-as it requires); with --etcd-endpoints straight in the metadata store, which
-is how the first user of a cluster requiring SASL is added. Only salted
-keys are stored, never the password.`,
+as it requires), which has the controller write the change; with
+--etcd-endpoints straight in the metadata store, bypassing the controller as
+etcdctl would (an admin tool for when no host runs yet: how the first user
+of a cluster requiring SASL is added). Only salted keys are stored, never
+the password.`,
 	}
-	uf.register(cmd.PersistentFlags(), "write straight to the metadata store at these etcd client URLs instead (bootstrap of the first user)")
+	uf.register(cmd.PersistentFlags(), "write straight to the metadata store at these etcd client URLs instead, bypassing the controller like etcdctl (bootstrap of the first user)")
 
 	var mechanism, password string
 	var passwordStdin bool

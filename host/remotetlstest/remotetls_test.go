@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ import (
 	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/cluster/clustertest"
 	"github.com/actorlog/actorlog/host"
-	"github.com/actorlog/actorlog/internal/certs"
+	"github.com/actorlog/actorlog/internal/certs/certstest"
 	"github.com/actorlog/actorlog/internal/tlsconf"
 )
 
@@ -96,76 +95,19 @@ func runClientProcess(t *testing.T, addr string, f tlsconf.Files) string {
 	return ""
 }
 
-// freeBase returns a port free on loopback, with the next two free too
-// (the host's etcd takes Listen+1 and Listen+2).
-func freeBase(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		ls := []net.Listener{l}
-		ok := base+2 <= 65533
-		for i := 1; ok && i <= 2; i++ {
-			li, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, li)
-		}
-		for _, li := range ls {
-			if err := li.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no three consecutive free ports found")
-	return 0
-}
-
-// writePair issues a host (host true) or client certificate of name into
-// dir and returns its files.
-func writePair(t *testing.T, ca *certs.KeyPair, dir, name string, host bool) tlsconf.Files {
-	t.Helper()
-	var kp *certs.KeyPair
-	var err error
-	if host {
-		kp, err = ca.IssueHost(name, nil, time.Hour)
-	} else {
-		kp, err = ca.IssueClient(name, time.Hour)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := tlsconf.Files{Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key"), CA: filepath.Join(dir, "ca.crt")}
-	if err := kp.WriteFiles(f.Cert, f.Key); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 func TestTLSHostServesTLSClient(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := certs.NewCA("test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	hostFiles := writePair(t, ca, dir, "host1", true)
-	app := writePair(t, ca, dir, "app", false)
+	ca := certstest.NewCA(t, dir)
+	hostFiles := certstest.WritePair(t, ca, dir, "host1", true)
+	app := certstest.WritePair(t, ca, dir, "app", false)
 	base := func() host.Config {
 		return host.Config{
-			Name: "host1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(freeBase(t))), HTTP: "off",
+			Name: "host1", DataDir: t.TempDir(), Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(clustertest.FreePortBase(t))), HTTP: "off",
 			KafkaListen: host.KafkaOff, EtcdUnsafeNoFsync: true, Logger: clustertest.Logger(t).Logger,
 			TLSCert: hostFiles.Cert, TLSKey: hostFiles.Key, TLSCA: hostFiles.CA, RemoteTLS: true,
+			// The TLS remote enforces ACLs (--authorizer auto); this test
+			// is about TLS, not ACLs (host/remoteacltest).
+			AllowEveryoneIfNoACLFound: true,
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -207,7 +149,8 @@ func TestTLSHostServesTLSClient(t *testing.T) {
 	if got := runClientProcess(t, cfg.Listen, app); got != "RESULT OK" {
 		t.Fatalf("TLS client: %s", got)
 	}
-	if got := runClientProcess(t, cfg.Listen, tlsconf.Files{}); !strings.HasPrefix(got, "RESULT ERR") {
-		t.Fatalf("plain-text client: %s, want an error", got)
+	// A plain-text client is told the host speaks TLS, not "dead letter".
+	if got := runClientProcess(t, cfg.Listen, tlsconf.Files{}); !strings.HasPrefix(got, "RESULT ERR") || !strings.Contains(got, "speaks TLS on its actor remote") {
+		t.Fatalf("plain-text client: %s, want an error saying the host speaks TLS", got)
 	}
 }
