@@ -104,13 +104,21 @@ func buildImage(t *testing.T) {
 // Everything else is the user's file, as parsed by YAML (anchors expanded).
 func testComposeFile(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := os.ReadFile("compose.yaml")
+	return rewriteComposeFile(t, dir, "compose.yaml", nil)
+}
+
+// rewriteComposeFile is testComposeFile for deploy/<file>; keep, when not
+// nil, names the published ports ("IP:HOST:CONTAINER") to leave as they
+// are (a Kafka port whose host side the host advertises).
+func rewriteComposeFile(t *testing.T, dir, file string, keep func(port string) bool) string {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	js, err := yaml.YAMLToJSON(src)
 	if err != nil {
-		t.Fatalf("deploy/compose.yaml: %v", err)
+		t.Fatalf("deploy/%s: %v", file, err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(js, &doc); err != nil {
@@ -119,7 +127,7 @@ func testComposeFile(t *testing.T, dir string) string {
 	svcs, _ := doc["services"].(map[string]any)
 	for _, name := range services {
 		if _, ok := svcs[name]; !ok {
-			t.Fatalf("deploy/compose.yaml has no service %s", name)
+			t.Fatalf("deploy/%s has no service %s", file, name)
 		}
 	}
 	for name, s := range svcs {
@@ -128,6 +136,9 @@ func testComposeFile(t *testing.T, dir string) string {
 		for i, p := range ports {
 			switch p := p.(type) {
 			case string: // [IP:]HOST:CONTAINER
+				if keep != nil && keep(p) {
+					continue
+				}
 				f := strings.Split(p, ":")
 				switch len(f) {
 				case 3:
@@ -146,7 +157,7 @@ func testComposeFile(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "compose.yaml")
+	path := filepath.Join(dir, filepath.Base(file))
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +172,7 @@ type cluster struct {
 	project string
 	network string            // the compose network, <project>_actorlog
 	ids     map[string]string // service -> container id
+	cliArgs []string          // global flags of every CLI run (cli), e.g. a client certificate
 }
 
 // run runs a command with a timeout and returns its stdout; the error
@@ -203,11 +215,17 @@ func (c *cluster) docker(args ...string) string {
 // (logs on failure, then `down -v`).
 func startCluster(t *testing.T, compose []string) *cluster {
 	t.Helper()
+	return startClusterFile(t, compose, testComposeFile(t, t.TempDir()))
+}
+
+// startClusterFile is startCluster with the compose file at file.
+func startClusterFile(t *testing.T, compose []string, file string) *cluster {
+	t.Helper()
 	var rnd [4]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, compose: compose, file: testComposeFile(t, t.TempDir()),
+	c := &cluster{t: t, compose: compose, file: file,
 		project: "actorlog-test-" + hex.EncodeToString(rnd[:]), ids: map[string]string{}}
 	t.Logf("compose: %s -p %s (ports as deploy/compose.yaml but Docker-assigned)", strings.Join(compose, " "), c.project)
 	// Cleanups run last-in first-out: the logs are dumped before `down`.
@@ -259,6 +277,7 @@ func (c *cluster) cli(service, stdin string, args ...string) (string, error) {
 		dargs = append(dargs, "-i")
 	}
 	dargs = append(dargs, c.ids[service], "/actorlog", "--bootstrap", strings.Join(boot, ","))
+	dargs = append(dargs, c.cliArgs...)
 	return run(45*time.Second, stdin, "docker", append(dargs, args...)...)
 }
 
