@@ -49,3 +49,10 @@ stop_host() {
 		host_pid=""
 	fi
 }
+
+# perf produce's summary: "N records sent, R records/sec (M MB/sec), A ms
+# avg latency, X ms max latency, P ms 50th, P ms 95th, P ms 99th, P ms
+# 99.9th." -> "R P99".
+perf_summary() { # FILE
+	grep '99th' "$1" | tail -1 | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
+}

@@ -102,13 +102,6 @@ new_topic() {
 	echo "${t}"
 }
 
-# perf produce's summary: "N records sent, R records/sec (M MB/sec), A ms
-# avg latency, X ms max latency, P ms 50th, P ms 95th, P ms 99th, P ms
-# 99.9th." -> "R P99".
-perf_summary() { # FILE
-	grep '99th' "$1" | tail -1 | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
-}
-
 # actorlog_run NAME SIZE ROUND PERF-FLAGS...: produce and consume N records.
 actorlog_run() {
 	local name="$1" size="$2" r="$3"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/consumer"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/storage/record"
@@ -103,6 +104,107 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[i]
 }
 
+// perfProduceRun is one `perf produce` run's settings, shared by its
+// producers.
+type perfProduceRun struct {
+	topic      string
+	recordSize int
+	throughput float64 // records/s of one producer; <= 0: as fast as possible
+	cfg        producer.ActorConfig
+	keys       perfKeyTable
+	payload    []byte
+	lat        *latencies
+	failed     atomic.Int64
+	firstErr   atomic.Value
+}
+
+// validatePerfProduce checks perf produce's numeric flags before anything
+// connects.
+func validatePerfProduce(numRecords int64, recordSize, numKeys, producers int) error {
+	if numRecords <= 0 || recordSize <= 0 {
+		return fmt.Errorf("--num-records and --record-size must be positive")
+	}
+	if numKeys < 0 {
+		return fmt.Errorf("--keys must not be negative")
+	}
+	if producers < 1 || producers > maxPerfProducers {
+		return fmt.Errorf("--producers must be between 1 and %d, got %d", maxPerfProducers, producers)
+	}
+	if int64(producers) > numRecords {
+		return fmt.Errorf("--producers %d is more than --num-records %d", producers, numRecords)
+	}
+	return nil
+}
+
+// maxPerfProducers bounds --producers: each is a client with its own
+// actor system and connections.
+const maxPerfProducers = 64
+
+// perfShare is producer j's part of n records over k producers: the
+// indices [first, first+count), the first n mod k producers taking one
+// more, so the records' keys (record i has key i mod --keys) are those a
+// single producer would have used.
+func perfShare(n int64, k, j int) (first, count int64) {
+	q, r := n/int64(k), n%int64(k)
+	first = int64(j)*q + min(int64(j), r)
+	count = q
+	if int64(j) < r {
+		count++
+	}
+	return first, count
+}
+
+// produce sends records [first, first+count) through p, adding each
+// acknowledged record's latency to run.lat, and closes p.
+func (run *perfProduceRun) produce(p *producer.Producer, first, count int64) error {
+	start := time.Now()
+	// Records go to the producer in chunks (one mailbox message each),
+	// with at most maxOutstanding unacknowledged, so memory stays bounded
+	// and latency includes the wait for buffer space, as in Kafka's tool.
+	const chunk = 500
+	maxOutstanding := int64(max(run.cfg.BufferMemory/(run.recordSize+16), 2*chunk))
+	var outstanding atomic.Int64
+	space := make(chan struct{}, 1)
+	for sent := int64(0); sent < count; {
+		if run.throughput > 0 {
+			if ahead := time.Duration(float64(sent)/run.throughput*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+		for outstanding.Load() > maxOutstanding-chunk {
+			<-space
+		}
+		n := min(int64(chunk), count-sent)
+		if run.throughput > 0 {
+			n = 1
+		}
+		recs := make([]producer.Send, n)
+		for i := range recs {
+			recs[i] = producer.Send{Topic: run.topic, Partition: producer.AnyPartition, Key: run.keys.key(first + sent + int64(i)), Value: run.payload}
+		}
+		t0 := time.Now()
+		outstanding.Add(n)
+		p.ProduceMany(recs, func(d producer.Delivered) {
+			if d.Err != nil {
+				run.failed.Add(1)
+				run.firstErr.CompareAndSwap(nil, d.Err)
+			} else {
+				run.lat.add(float64(time.Since(t0).Microseconds()) / 1000)
+			}
+			if outstanding.Add(-1) <= maxOutstanding-chunk {
+				select {
+				case space <- struct{}{}:
+				default:
+				}
+			}
+		})
+		sent += n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	return p.Close(ctx)
+}
+
 func newPerfProduceCmd(g *globals) *cobra.Command {
 	var (
 		topic       string
@@ -114,17 +216,15 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 		linger      time.Duration
 		compression string
 		numKeys     int
+		producers   int
 	)
 	cmd := &cobra.Command{
 		Use:   "produce --topic T --num-records N --record-size S",
 		Short: "Produce N records of S bytes as fast as allowed and report throughput and latency",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if numRecords <= 0 || recordSize <= 0 {
-				return fmt.Errorf("--num-records and --record-size must be positive")
-			}
-			if numKeys < 0 {
-				return fmt.Errorf("--keys must not be negative")
+			if err := validatePerfProduce(numRecords, recordSize, numKeys, producers); err != nil {
+				return err
 			}
 			acks, err := parseAcks(acksFlag)
 			if err != nil {
@@ -134,85 +234,71 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := g.connect()
-			if err != nil {
+			// One client (its own actor system and connections) and one
+			// producer per --producers, as N producer processes would be.
+			clients := make([]*client.Client, 0, producers)
+			defer func() {
+				for _, c := range clients {
+					c.Close()
+				}
+			}()
+			for range producers {
+				c, err := g.connect()
+				if err != nil {
+					return err
+				}
+				clients = append(clients, c)
+			}
+			if err := checkTopicPartition(clients[0], topic, nil); err != nil {
 				return err
 			}
-			defer c.Close()
-			if err := checkTopicPartition(c, topic, nil); err != nil {
-				return err
+			run := &perfProduceRun{topic: topic, recordSize: recordSize, lat: &latencies{}}
+			run.cfg = producer.ActorConfig{Acks: acks}
+			run.cfg.BatchSize, run.cfg.Linger, run.cfg.Compression = batchSize, linger, codec
+			run.cfg.BufferMemory = max(64<<20, 4*batchSize)
+			run.cfg.MaxRequestSize = max(producer.DefaultMaxRequestSize, batchSize)
+			if throughput > 0 {
+				run.throughput = throughput / float64(producers)
 			}
-			cfg := producer.ActorConfig{Acks: acks}
-			cfg.BatchSize, cfg.Linger, cfg.Compression = batchSize, linger, codec
-			cfg.BufferMemory = max(64<<20, 4*batchSize)
-			cfg.MaxRequestSize = max(producer.DefaultMaxRequestSize, batchSize)
-			p, err := producer.New(c, cfg)
-			if err != nil {
-				return err
+			ps := make([]*producer.Producer, 0, producers)
+			for _, c := range clients {
+				p, err := producer.New(c, run.cfg)
+				if err != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					for _, q := range ps {
+						err = errors.Join(err, q.Close(ctx))
+					}
+					return err
+				}
+				ps = append(ps, p)
 			}
-			payload := make([]byte, recordSize)
-			for i := range payload {
-				payload[i] = byte('A' + rand.IntN(26))
+			run.payload = make([]byte, recordSize)
+			for i := range run.payload {
+				run.payload[i] = byte('A' + rand.IntN(26))
 			}
-			keys := perfKeys(numKeys, numRecords)
+			run.keys = perfKeys(numKeys, numRecords)
 			out := cmd.OutOrStdout()
-			var lat latencies
-			lat.samples = make([]float64, 0, numRecords)
-			var failed atomic.Int64
-			var firstErr atomic.Value
+			run.lat.samples = make([]float64, 0, numRecords)
 			start := time.Now()
-			stopProgress := progress(out, start, &lat, recordSize)
-			// Records go to the producer in chunks (one mailbox message
-			// each), with at most maxOutstanding unacknowledged, so memory
-			// stays bounded and latency includes the wait for buffer space,
-			// as in Kafka's tool.
-			const chunk = 500
-			maxOutstanding := int64(max(cfg.BufferMemory/(recordSize+16), 2*chunk))
-			var outstanding atomic.Int64
-			space := make(chan struct{}, 1)
-			for sent := int64(0); sent < numRecords; {
-				if throughput > 0 {
-					if ahead := time.Duration(float64(sent)/throughput*float64(time.Second)) - time.Since(start); ahead > 0 {
-						time.Sleep(ahead)
-					}
-				}
-				for outstanding.Load() > maxOutstanding-chunk {
-					<-space
-				}
-				n := min(int64(chunk), numRecords-sent)
-				if throughput > 0 {
-					n = 1
-				}
-				recs := make([]producer.Send, n)
-				for i := range recs {
-					recs[i] = producer.Send{Topic: topic, Partition: producer.AnyPartition, Key: keys.key(sent + int64(i)), Value: payload}
-				}
-				t0 := time.Now()
-				outstanding.Add(n)
-				p.ProduceMany(recs, func(d producer.Delivered) {
-					if d.Err != nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, d.Err)
-					} else {
-						lat.add(float64(time.Since(t0).Microseconds()) / 1000)
-					}
-					if outstanding.Add(-1) <= maxOutstanding-chunk {
-						select {
-						case space <- struct{}{}:
-						default:
-						}
-					}
-				})
-				sent += n
+			stopProgress := progress(out, start, run.lat, recordSize)
+			errs := make([]error, producers)
+			var wg sync.WaitGroup
+			for j, p := range ps {
+				first, count := perfShare(numRecords, producers, j)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[j] = run.produce(p, first, count)
+				}()
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			if err := p.Close(ctx); err != nil {
-				stopProgress()
-				return err
-			}
+			wg.Wait()
 			elapsed := time.Since(start)
 			stopProgress()
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			lat := run.lat
 			lat.mu.Lock()
 			sorted := slices.Clone(lat.samples)
 			n, sum, mx := lat.n, lat.sum, lat.max
@@ -226,8 +312,8 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.0f ms 50th, %.0f ms 95th, %.0f ms 99th, %.0f ms 99.9th.\n",
 				n, rps, rps*float64(recordSize)/(1024*1024), avg, mx,
 				percentile(sorted, 0.5), percentile(sorted, 0.95), percentile(sorted, 0.99), percentile(sorted, 0.999))
-			if f := failed.Load(); f > 0 {
-				return fmt.Errorf("%d of %d records failed; first error: %v", f, numRecords, firstErr.Load())
+			if f := run.failed.Load(); f > 0 {
+				return fmt.Errorf("%d of %d records failed; first error: %v", f, numRecords, run.firstErr.Load())
 			}
 			return nil
 		},
@@ -236,12 +322,13 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 	f.StringVar(&topic, "topic", "", "topic to produce to")
 	f.Int64Var(&numRecords, "num-records", 0, "number of records")
 	f.IntVar(&recordSize, "record-size", 100, "record value size in bytes")
-	f.Float64Var(&throughput, "throughput", -1, "records/sec to aim for (-1: as fast as possible)")
+	f.Float64Var(&throughput, "throughput", -1, "records/sec to aim for, over all producers (-1: as fast as possible)")
 	f.StringVar(&acksFlag, "acks", "all", "acknowledgements: 0, 1 or all")
 	f.IntVar(&batchSize, "batch-size", producer.DefaultBatchSize, "producer batch size in bytes")
 	f.DurationVar(&linger, "linger", producer.DefaultLinger, "producer linger")
 	f.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&numKeys, "keys", 0, "give record i the key key-%08d of i mod N, e.g. for a compacted topic (0: keyless)")
+	f.IntVar(&producers, "producers", 1, "independent producers, each with its own client, sharing the records (and --throughput); latencies are merged")
 	if err := cmd.MarkFlagRequired("topic"); err != nil {
 		panic(err)
 	}

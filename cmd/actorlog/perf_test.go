@@ -1,0 +1,91 @@
+// perf_test.go: `perf produce`'s flag checks (refused before anything
+// connects) and how --producers splits the records.
+
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestPerfProduceRefusesBadProducers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--producers", "0"}, "--producers must be between 1 and 64, got 0"},
+		{[]string{"--producers", "-2"}, "--producers must be between 1 and 64, got -2"},
+		{[]string{"--producers", "65"}, "--producers must be between 1 and 64, got 65"},
+		{[]string{"--producers", "4", "--num-records", "3"}, "--producers 4 is more than --num-records 3"},
+		{[]string{"--keys", "-1"}, "--keys must not be negative"},
+	} {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		// An unreachable bootstrap: a check that passed would fail later,
+		// with another error, after trying to connect.
+		args := append([]string{"--bootstrap", "127.0.0.1:1", "perf", "produce", "--topic", "t", "--num-records", "10"}, tc.args...)
+		root.SetArgs(args)
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPerfShareCoversEveryRecordOnce(t *testing.T) {
+	for _, tc := range []struct {
+		n int64
+		k int
+	}{{10, 1}, {10, 3}, {10, 10}, {500000, 4}, {7, 4}} {
+		next := int64(0)
+		var lo, hi int64 = tc.n, 0
+		for j := range tc.k {
+			first, count := perfShare(tc.n, tc.k, j)
+			if first != next {
+				t.Fatalf("n=%d k=%d: producer %d starts at %d, want %d", tc.n, tc.k, j, first, next)
+			}
+			lo, hi = min(lo, count), max(hi, count)
+			next = first + count
+		}
+		if next != tc.n {
+			t.Errorf("n=%d k=%d: shares cover %d records", tc.n, tc.k, next)
+		}
+		if hi-lo > 1 {
+			t.Errorf("n=%d k=%d: shares range from %d to %d records", tc.n, tc.k, lo, hi)
+		}
+	}
+}
+
+// TestPerfProduceWithSeveralProducers: `perf produce --producers 3
+// --keys 50` against a host writes every record once, spread over every
+// partition, and reports them all in one summary line.
+func TestPerfProduceWithSeveralProducers(t *testing.T) {
+	if raceEnabled {
+		// Each producer's client starts a protoactor remote, whose Start
+		// sets grpc's global logger (grpclog.SetLoggerV2) unsynchronised:
+		// with the race detector, the actorlog binary reports the write
+		// racing the earlier clients' gRPC goroutines and exits 66 (see
+		// actors/client/remote_test.go). Without it the write is of an
+		// equivalent discarding logger.
+		t.Skip("several clients in one process race in protoactor's Remote.Start under -race")
+	}
+	h := startHost(t, t.TempDir(), freeBase(t))
+	h.mustCLI("", "topics", "create", "spread", "--partitions", "8")
+	out := h.mustCLI("", "perf", "produce", "--topic", "spread", "--num-records", "3001",
+		"--record-size", "20", "--producers", "3", "--keys", "50")
+	if !strings.Contains(out, "3001 records sent") || !strings.Contains(out, "ms 99th") {
+		t.Fatalf("perf produce output lacks the summary of 3001 records:\n%s", out)
+	}
+	ends := h.endOffsets("spread")
+	if got := sum(ends); got != 3001 {
+		t.Fatalf("log end offsets %v sum to %d, want 3001", ends, got)
+	}
+	for p, e := range ends {
+		if e == 0 {
+			t.Errorf("partition %d got no record of 50 keys: %v", p, ends)
+		}
+	}
+}
