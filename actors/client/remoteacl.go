@@ -640,17 +640,23 @@ func ruleOffsetFetch(c *remoteCheck, r *messages.OffsetFetchRequest) remoteVerdi
 	return remoteVerdict{msg: n, fix: fixing(add)}
 }
 
-func ruleDescribeGroups(c *remoteCheck, r *messages.DescribeGroupsRequest) remoteVerdict {
-	var kept []string
-	var refused []*messages.DescribedGroup
-	for _, g := range r.GetGroupIds() {
-		if c.can(acl.OpDescribe, acl.ResourceGroup, g) {
+// splitGroups splits groups into those c may do op on and, for the
+// others, refused entries made by refuse from the group and the message.
+func splitGroups[T any](c *remoteCheck, op acl.Operation, groups []string, refuse func(group, msg string) T) (kept []string, refused []T) {
+	for _, g := range groups {
+		if c.can(op, acl.ResourceGroup, g) {
 			kept = append(kept, g)
 			continue
 		}
-		refused = append(refused, &messages.DescribedGroup{GroupId: g, ErrorCode: errGroupAuth,
-			ErrorMessage: c.notAuthorized(acl.OpDescribe, acl.ResourceGroup, g)})
+		refused = append(refused, refuse(g, c.notAuthorized(op, acl.ResourceGroup, g)))
 	}
+	return kept, refused
+}
+
+func ruleDescribeGroups(c *remoteCheck, r *messages.DescribeGroupsRequest) remoteVerdict {
+	kept, refused := splitGroups(c, acl.OpDescribe, r.GetGroupIds(), func(g, msg string) *messages.DescribedGroup {
+		return &messages.DescribedGroup{GroupId: g, ErrorCode: errGroupAuth, ErrorMessage: msg}
+	})
 	switch {
 	case len(refused) == 0:
 		return remoteVerdict{}
@@ -681,16 +687,9 @@ func ruleListGroups(c *remoteCheck, _ *messages.ListGroupsRequest) remoteVerdict
 }
 
 func ruleDeleteGroups(c *remoteCheck, r *messages.DeleteGroupsRequest) remoteVerdict {
-	var kept []string
-	var refused []*messages.DeleteGroupsResult
-	for _, g := range r.GetGroupIds() {
-		if c.can(acl.OpDelete, acl.ResourceGroup, g) {
-			kept = append(kept, g)
-			continue
-		}
-		refused = append(refused, &messages.DeleteGroupsResult{GroupId: g, ErrorCode: errGroupAuth,
-			ErrorMessage: c.notAuthorized(acl.OpDelete, acl.ResourceGroup, g)})
-	}
+	kept, refused := splitGroups(c, acl.OpDelete, r.GetGroupIds(), func(g, msg string) *messages.DeleteGroupsResult {
+		return &messages.DeleteGroupsResult{GroupId: g, ErrorCode: errGroupAuth, ErrorMessage: msg}
+	})
 	switch {
 	case len(refused) == 0:
 		return remoteVerdict{}
