@@ -127,6 +127,13 @@ type partition struct {
 	nextSeq int32 // base sequence of the next batch stamped under gen
 	stamps  int   // batches stamped under gen: the next one's ordinal
 	broken  bool  // a batch of gen left unacknowledged: restart its sequences
+
+	// Scheduling (see schedule.go).
+	idx   int       // its place in Accumulator.parts
+	dirty bool      // in Accumulator.dirty: key to be recomputed
+	key   time.Time // its deadline (see partDeadline), while in the heap
+	hidx  int       // its index in Accumulator.due, -1 when not in it
+	aidx  int       // its index in Accumulator.active, -1 when not in it
 }
 
 // Accumulator batches records per partition and tracks every batch until
@@ -185,7 +192,8 @@ type Accumulator struct {
 	pending   int  // records appended, not yet delivered
 	exhausted bool // an append failed for memory: send every batch now
 
-	broken []brokenBatch // batches that failed to encode, for Expire
+	broken   []brokenBatch // batches that failed to encode, for Expire
+	timedOut []BatchID     // the sends the last Expire timed out (TimedOut)
 
 	// The producer id, when idempotent.
 	pid      int64
@@ -207,6 +215,8 @@ type Accumulator struct {
 	ready        []ReadyBatch // Ready's result, reused
 
 	stats Stats // the counters of Stats
+
+	sched // which partitions Ready, Expire and NextDeadline look at
 }
 
 // pooledBuilder is a free builder and its capacity as far as known: the
@@ -384,7 +394,7 @@ func (a *Accumulator) partition(tp TopicPartition) *partition {
 	if p := a.lookup(tp); p != nil {
 		return p
 	}
-	p := &partition{tp: tp}
+	p := &partition{tp: tp, idx: len(a.parts), hidx: -1, aidx: -1}
 	a.index[tp] = p
 	a.parts = append(a.parts, p)
 	a.last = p
@@ -412,6 +422,7 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 	b.part, b.seq, b.created, b.firstTS = p, a.nextSeq, now, firstTS
 	b.size = 0
 	p.open = b
+	a.markDirty(p)
 	return b
 }
 
@@ -423,6 +434,7 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 func (a *Accumulator) takeOpen(p *partition) *batch {
 	b := p.open
 	p.open = nil
+	a.markDirty(p)
 	if b.size > b.bcap {
 		a.builderBytes += b.size - b.bcap
 		b.bcap = b.size
@@ -513,55 +525,64 @@ func (a *Accumulator) dueAt(p *partition, idle bool) time.Time {
 //
 // The returned slice is reused by the next call to Ready; its elements'
 // Bytes and Reports follow the rules of ReadyBatch. Partitions are served in
-// the order they first appeared. Cost: O(partitions + batches returned).
+// the order they first appeared. Cost: O(log partitions) per partition
+// that has something due at now (see NextDeadline), plus the batches
+// returned; after an ErrBufferFull, O(partitions holding batches).
 func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 	clear(a.ready) // drop references to reports from the previous call
 	a.ready = a.ready[:0]
 	all := a.exhausted
 	a.exhausted = false
 	idle := len(a.inflight) == 0
-	for _, p := range a.parts {
-		if p.open != nil && (all || (a.drainable(p) && !now.Before(a.dueAt(p, idle)))) {
-			a.close(p)
-		}
-		if p.broken && a.pidValid {
-			a.restamp(p)
-		}
-		if !a.canSend(p) {
-			continue
-		}
-		sent := 0
-		for _, b := range p.queue {
-			if len(p.inflight) >= a.cfg.MaxInFlight || now.Before(b.retryAt) || !a.inOrder(p, b) {
-				break
-			}
-			rb := ReadyBatch{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-			if a.cfg.idempotent() {
-				if !b.stamped {
-					a.stamp(p, b)
-				}
-				rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence = b.pid, b.epoch, b.baseSeq
-			}
-			sent++
-			a.stats.BatchesSent++
-			a.nextID++
-			b.id = a.nextID
-			b.attempts++
-			b.sentAt = now
-			b.moot = false
-			a.inflight[b.id] = b
-			p.inflight = append(p.inflight, b)
-			rb.ID, rb.TopicPartition, rb.Bytes = b.id, p.tp, b.bytes
-			rb.Records, rb.Reports, rb.Attempt = len(b.reports), b.reports, b.attempts
-			a.ready = append(a.ready, rb)
-		}
-		if sent > 0 {
-			n := copy(p.queue, p.queue[sent:])
-			clear(p.queue[n:])
-			p.queue = p.queue[:n]
-		}
+	for _, p := range a.candidates(now, all) {
+		a.readyPart(p, now, all, idle)
+		a.markDirty(p)
 	}
 	return a.ready
+}
+
+// readyPart is Ready's work on p: close its open batch if due, re-stamp
+// it, and hand out its queued batches that may go.
+func (a *Accumulator) readyPart(p *partition, now time.Time, all, idle bool) {
+	if p.open != nil && (all || (a.drainable(p) && !now.Before(a.dueAt(p, idle)))) {
+		a.close(p)
+	}
+	if p.broken && a.pidValid {
+		a.restamp(p)
+	}
+	if !a.canSend(p) {
+		return
+	}
+	sent := 0
+	for _, b := range p.queue {
+		if len(p.inflight) >= a.cfg.MaxInFlight || now.Before(b.retryAt) || !a.inOrder(p, b) {
+			break
+		}
+		rb := ReadyBatch{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+		if a.cfg.idempotent() {
+			if !b.stamped {
+				a.stamp(p, b)
+			}
+			rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence = b.pid, b.epoch, b.baseSeq
+		}
+		sent++
+		a.stats.BatchesSent++
+		a.nextID++
+		b.id = a.nextID
+		b.attempts++
+		b.sentAt = now
+		b.moot = false
+		a.inflight[b.id] = b
+		p.inflight = append(p.inflight, b)
+		rb.ID, rb.TopicPartition, rb.Bytes = b.id, p.tp, b.bytes
+		rb.Records, rb.Reports, rb.Attempt = len(b.reports), b.reports, b.attempts
+		a.ready = append(a.ready, rb)
+	}
+	if sent > 0 {
+		n := copy(p.queue, p.queue[sent:])
+		clear(p.queue[n:])
+		p.queue = p.queue[:n]
+	}
 }
 
 // NextDeadline returns the earliest time at which Ready or Expire will have
@@ -574,39 +595,52 @@ func (a *Accumulator) Ready(now time.Time) []ReadyBatch {
 // flight) produce no deadline; the events that lift them (Complete, Retry,
 // Resume, SetProducerID) are the shell's cue to call Ready.
 //
-// Cost: O(partitions + batches in flight).
+// Cost: O(1) when no partition changed since the last call to Ready,
+// Expire or NextDeadline, else O(log partitions) per partition changed (and
+// O(partitions holding batches) when the producer goes idle or busy, or its
+// producer id changes).
 func (a *Accumulator) NextDeadline() (time.Time, bool) {
-	var at time.Time
-	ok := false
+	a.refresh()
+	if len(a.broken) > 0 || a.exhausted {
+		return time.Time{}, true // Expire or Ready has work now
+	}
+	if a.scanAll {
+		return a.scanDeadline()
+	}
+	if len(a.due) == 0 {
+		return time.Time{}, false
+	}
+	return a.due[0].key, true
+}
+
+// partDeadline is p's part of NextDeadline, for the given idle (nothing in
+// flight on any partition): the earliest time at which Ready or Expire
+// has something to do for p. ok is false when nothing of p waits on time.
+func (a *Accumulator) partDeadline(p *partition, idle bool) (at time.Time, ok bool) {
 	consider := func(t time.Time) {
 		if !ok || t.Before(at) {
 			at, ok = t, true
 		}
 	}
-	if len(a.broken) > 0 || a.exhausted {
-		consider(time.Time{}) // Expire or Ready has work now
+	if b := p.open; b != nil {
+		if a.drainable(p) {
+			consider(a.dueAt(p, idle))
+		}
+		consider(b.created.Add(a.cfg.DeliveryTimeout))
 	}
-	for _, p := range a.parts {
-		if b := p.open; b != nil {
-			if a.drainable(p) {
-				consider(a.dueAt(p, len(a.inflight) == 0))
-			}
-			consider(b.created.Add(a.cfg.DeliveryTimeout))
+	if p.broken && a.pidValid {
+		consider(time.Time{}) // Ready re-stamps it now
+	}
+	if len(p.queue) > 0 {
+		// Queues are in creation order, so the head expires first.
+		head := p.queue[0]
+		consider(head.created.Add(a.cfg.DeliveryTimeout))
+		if a.canSend(p) && len(p.inflight) < a.cfg.MaxInFlight && a.inOrder(p, head) {
+			consider(head.retryAt)
 		}
-		if p.broken && a.pidValid {
-			consider(time.Time{}) // Ready re-stamps it now
-		}
-		if len(p.queue) > 0 {
-			// Queues are in creation order, so the head expires first.
-			head := p.queue[0]
-			consider(head.created.Add(a.cfg.DeliveryTimeout))
-			if a.canSend(p) && len(p.inflight) < a.cfg.MaxInFlight && a.inOrder(p, head) {
-				consider(head.retryAt)
-			}
-		}
-		for _, b := range p.inflight {
-			consider(b.sentAt.Add(a.cfg.RequestTimeout))
-		}
+	}
+	for _, b := range p.inflight {
+		consider(b.sentAt.Add(a.cfg.RequestTimeout))
 	}
 	return at, ok
 }
@@ -687,6 +721,7 @@ func (a *Accumulator) retry(dst []Delivery, b *batch, now time.Time, cause error
 	}
 	b.retryAt = now.Add(a.cfg.RetryBackoff)
 	p := b.part
+	a.markDirty(p)
 	i, _ := slices.BinarySearchFunc(p.queue, b.seq, func(q *batch, seq uint64) int {
 		switch {
 		case q.seq < seq:
@@ -710,6 +745,7 @@ func (a *Accumulator) takeInFlight(id BatchID) *batch {
 	delete(a.inflight, id)
 	b.id = 0
 	p := b.part
+	a.markDirty(p)
 	if i := slices.Index(p.inflight, b); i >= 0 {
 		p.inflight = slices.Delete(p.inflight, i, i+1)
 	}
@@ -732,8 +768,9 @@ func (a *Accumulator) takeInFlight(id BatchID) *batch {
 // Accumulator).
 //
 // Call it before Ready when the shell wakes up. The returned slice belongs
-// to the caller; it is nil when nothing failed. Cost: O(partitions +
-// batches queued).
+// to the caller; it is nil when nothing failed. Cost: O(log partitions)
+// per partition that has something due at now (see NextDeadline), plus
+// the batches that expire.
 func (a *Accumulator) Expire(now time.Time) []Delivery {
 	var out []Delivery
 	for _, bb := range a.broken {
@@ -741,33 +778,47 @@ func (a *Accumulator) Expire(now time.Time) []Delivery {
 	}
 	clear(a.broken)
 	a.broken = a.broken[:0]
-	for _, p := range a.parts {
-		for i := 0; i < len(p.inflight); {
-			b := p.inflight[i]
-			if now.Before(b.sentAt.Add(a.cfg.RequestTimeout)) {
-				i++
-				continue
-			}
-			a.takeInFlight(b.id)
-			out = a.retry(out, b, now, fmt.Errorf("%w: no answer for %v", ErrRequestTimeout, a.cfg.RequestTimeout))
-		}
-		// Queues are in creation order: only a prefix can have expired.
-		n := 0
-		for n < len(p.queue) && !now.Before(p.queue[n].created.Add(a.cfg.DeliveryTimeout)) {
-			out = a.fail(out, p.queue[n], a.timeoutErr(p.queue[n], now))
-			n++
-		}
-		if n > 0 {
-			kept := copy(p.queue, p.queue[n:])
-			clear(p.queue[kept:])
-			p.queue = p.queue[:kept]
-		}
-		if b := p.open; b != nil && !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
-			out = a.fail(out, a.takeOpen(p), a.timeoutErr(b, now))
-		}
+	a.timedOut = a.timedOut[:0]
+	for _, p := range a.candidates(now, false) {
+		out = a.expirePart(out, p, now)
+		a.markDirty(p)
 	}
 	return out
 }
+
+// expirePart is Expire's work on p, appending the failures to out.
+func (a *Accumulator) expirePart(out []Delivery, p *partition, now time.Time) []Delivery {
+	for i := 0; i < len(p.inflight); {
+		b := p.inflight[i]
+		if now.Before(b.sentAt.Add(a.cfg.RequestTimeout)) {
+			i++
+			continue
+		}
+		a.timedOut = append(a.timedOut, b.id)
+		a.takeInFlight(b.id)
+		out = a.retry(out, b, now, fmt.Errorf("%w: no answer for %v", ErrRequestTimeout, a.cfg.RequestTimeout))
+	}
+	// Queues are in creation order: only a prefix can have expired.
+	n := 0
+	for n < len(p.queue) && !now.Before(p.queue[n].created.Add(a.cfg.DeliveryTimeout)) {
+		out = a.fail(out, p.queue[n], a.timeoutErr(p.queue[n], now))
+		n++
+	}
+	if n > 0 {
+		kept := copy(p.queue, p.queue[n:])
+		clear(p.queue[kept:])
+		p.queue = p.queue[:kept]
+	}
+	if b := p.open; b != nil && !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
+		out = a.fail(out, a.takeOpen(p), a.timeoutErr(b, now))
+	}
+	return out
+}
+
+// TimedOut returns the sends that the last Expire took out of flight for
+// their RequestTimeout (retried or failed), in the order it did; a late
+// answer to them is ignored. The slice is reused by the next Expire.
+func (a *Accumulator) TimedOut() []BatchID { return a.timedOut }
 
 func (a *Accumulator) timeoutErr(b *batch, now time.Time) error {
 	return fmt.Errorf("%w for %s: batch created %v ago, %d attempts",
@@ -777,12 +828,17 @@ func (a *Accumulator) timeoutErr(b *batch, now time.Time) error {
 // Pause stops Ready from sending tp's batches (its leader is unknown or
 // moving); records are still appended, batches still close on linger and
 // still expire. Pausing a paused partition does nothing.
-func (a *Accumulator) Pause(tp TopicPartition) { a.partition(tp).paused = true }
+func (a *Accumulator) Pause(tp TopicPartition) {
+	p := a.partition(tp)
+	p.paused = true
+	a.markDirty(p)
+}
 
 // Resume undoes Pause; call Ready afterwards.
 func (a *Accumulator) Resume(tp TopicPartition) {
 	if p := a.lookup(tp); p != nil {
 		p.paused = false
+		a.markDirty(p)
 	}
 }
 
@@ -812,6 +868,7 @@ func (a *Accumulator) Abort(cause error) []Delivery {
 		}
 		clear(p.queue)
 		p.queue = p.queue[:0]
+		a.markDirty(p)
 		if p.open != nil {
 			out = a.fail(out, a.takeOpen(p), err)
 		}
@@ -826,6 +883,7 @@ func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
 	if b.stamped {
 		a.seqLost(b)
 	}
+	a.markDirty(b.part)
 	dst = slices.Grow(dst, len(b.reports))
 	a.stats.RecordsFailed += uint64(len(b.reports))
 	for _, r := range b.reports {

@@ -612,15 +612,15 @@ func (p *producerActor) idle() bool {
 // flushes and arms the timer.
 func (p *producerActor) wake(ctx actor.Context, now time.Time) {
 	// Requests unanswered for the request timeout are retried by Expire;
-	// their leader may be gone, so look it up again.
-	timeout := p.core.Accumulator.Config().RequestTimeout
-	for corr, f := range p.inflight {
-		if !now.Before(f.sentAt.Add(timeout)) {
-			delete(p.inflight, corr)
+	// their leader may be gone, so look it up again. (Expire names them:
+	// scanning p.inflight here cost O(requests in flight) per message.)
+	p.deliver(ctx, p.core.Accumulator.Expire(now))
+	for _, id := range p.core.Accumulator.TimedOut() {
+		if f, ok := p.inflight[int64(id)]; ok {
+			delete(p.inflight, int64(id))
 			p.fetchMetadata(ctx, f.tp.Topic)
 		}
 	}
-	p.deliver(ctx, p.core.Accumulator.Expire(now))
 	if p.core.Accumulator.NeedProducerID() {
 		p.fetchProducerID(ctx)
 	}
