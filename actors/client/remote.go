@@ -3,7 +3,8 @@
 // request, a small endpoint-writer batch, insecure transport credentials
 // (set explicitly, because WithDialOptions replaces protoactor's defaults)
 // or TLS both ways (WithTLS, remotetls.go),
-// the remote guard's interceptors (remoteguard.go, DESIGN §10), the
+// the remote guard's interceptors (remoteguard.go, DESIGN §10), a codec
+// that does not copy large envelopes (remotecodec.go), the
 // connection limits and stream and keepalive bounds of the gRPC server
 // (issue 11), and a Start that reports a listen failure as an error
 // instead of a panic.
@@ -142,10 +143,12 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 				MaxConnectionIdle: MaxConnectionIdle, Time: KeepaliveTime, Timeout: KeepaliveTimeout,
 			}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
+			grpc.ForceServerCodecV2(remoteCodec{}), // large envelopes not copied (remotecodec.go)
 		),
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(dialCreds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage)),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage),
+				grpc.ForceCodecV2(remoteCodec{})),
 		),
 		remote.WithEndpointWriterBatchSize(64),
 		remote.WithEndpointWriterQueueSize(100_000),

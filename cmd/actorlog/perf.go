@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -29,14 +30,26 @@ func newPerfCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g), newVerifiableProduceCmd(g))
 	// --cpu-profile FILE writes a Go CPU profile of the client's run (the
 	// host's comes from its --pprof endpoint): where the client's time goes.
-	var profile string
+	// --mem-profile FILE writes the allocation profile at the end of the
+	// run (go tool pprof -sample_index=alloc_space): what it allocated.
+	var profile, memProfile string
 	cmd.PersistentFlags().StringVar(&profile, "cpu-profile", "", "write a Go CPU profile of this command to FILE")
-	if err := cmd.PersistentFlags().MarkHidden("cpu-profile"); err != nil {
-		panic(err)
+	cmd.PersistentFlags().StringVar(&memProfile, "mem-profile", "", "write a Go allocation profile of this command to FILE")
+	for _, name := range []string{"cpu-profile", "mem-profile"} {
+		if err := cmd.PersistentFlags().MarkHidden(name); err != nil {
+			panic(err)
+		}
 	}
 	for _, sub := range cmd.Commands() {
 		run := sub.RunE
 		sub.RunE = func(c *cobra.Command, args []string) (err error) {
+			if memProfile != "" {
+				defer func() {
+					if merr := writeAllocProfile(memProfile); merr != nil && err == nil {
+						err = merr
+					}
+				}()
+			}
 			if profile == "" {
 				return run(c, args)
 			}
@@ -57,6 +70,27 @@ func newPerfCmd(g *globals) *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// writeAllocProfile writes the process's allocation profile (every
+// allocation since start, sampled) to path, after a GC so that it is
+// complete, and prints the exact bytes allocated to stderr.
+func writeAllocProfile(path string) error {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(os.Stderr, "allocated %d bytes in %d objects\n", ms.TotalAlloc, ms.Mallocs)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("mem profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return errors.Join(fmt.Errorf("mem profile: %w", err), f.Close())
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("mem profile: %w", err)
+	}
+	return nil
 }
 
 // latencies collects per-record latencies in ms (as Kafka's tool samples).

@@ -1,0 +1,273 @@
+// remotecodec.go: the gRPC codec of the remote's Receive stream, which
+// carries protoactor's RemoteMessage (a MessageBatch of envelopes, each
+// holding one serialized actor message in message_data). With grpc-go's
+// default proto codec every large envelope was copied twice more in each
+// direction (issue 15, allocation profiles of `perf produce` at 1 KiB):
+//
+//   - sending, proto.Marshal copied each envelope's message_data into a
+//     pooled buffer of the whole message (~0.26 B allocated per produced
+//     byte: batches of ~1 MiB and more miss grpc-go's size-tiered pools);
+//   - receiving, grpc-go assembled the message into a pooled buffer (again
+//     ~0.26 B/B of misses) and proto.Unmarshal copied each message_data
+//     out of it (1 B/B), before aliasdecode.go could alias the records.
+//
+// remoteCodec keeps the wire format (standard protobuf, content-subtype
+// "proto", so peers with grpc-go's codec read and write the same bytes)
+// and changes only the copies:
+//
+//   - Marshal: a batch with a message_data of at least aliasMinBytes is
+//     written as a mem.BufferSlice whose pieces are the small fields,
+//     encoded into one buffer, and each large message_data itself
+//     (mem.SliceBuffer: never returned to a pool, Free is a no-op). The
+//     fields of each message are written in another order than
+//     proto.Marshal's (message_data after the envelope's other fields,
+//     envelopes after the batch's tables), which every protobuf decoder
+//     accepts. Safe because message_data is the []byte protoactor's
+//     endpoint writer got from its serializer for that envelope alone and
+//     drops after Send: nobody writes it afterwards, so grpc-go may read it
+//     until the transport has sent it.
+//   - Unmarshal: a message of at least aliasMinBytes is copied once into a
+//     fresh []byte (BufferSlice.Materialize, never pooled) and decoded with
+//     each envelope's message_data aliasing that copy. The buffers grpc-go
+//     passed in are not referenced after Unmarshal returns, so their
+//     recycling cannot touch a decoded message; the fresh copy belongs to
+//     the decoded batch (the endpoint reader hands each envelope's data to
+//     one deserializer, aliasdecode.go for records, and drops the batch).
+//
+// Smaller messages, and any other message type, go through grpc-go's own
+// proto codec. RemoteConfig installs the codec on the remote's gRPC server
+// (grpc.ForceServerCodecV2) and dialed connections (grpc.ForceCodecV2)
+// only: other gRPC users in the process (etcd) keep grpc-go's default.
+
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Field numbers of protoactor's remote.proto.
+const (
+	remoteMessageBatchNum = 1 // RemoteMessage.message_batch
+	batchEnvelopesNum     = 3 // MessageBatch.envelopes
+	envelopeDataNum       = 2 // MessageEnvelope.message_data
+)
+
+// aliasMinBytes is the size from which a message_data is sent without
+// being copied, and a received message decoded aliasing its one copy.
+// Below it copying costs less than the extra pieces and bookkeeping.
+const aliasMinBytes = 32 << 10
+
+// remoteCodec is the gRPC codec of the remote (see the file comment).
+type remoteCodec struct{}
+
+// defaultProtoCodec is grpc-go's proto codec, for everything remoteCodec
+// does not handle itself.
+var defaultProtoCodec = func() encoding.CodecV2 {
+	c := encoding.GetCodecV2(grpcproto.Name)
+	if c == nil {
+		panic("client: grpc-go's proto codec is not registered")
+	}
+	return c
+}()
+
+// Name is grpc-go's proto codec's: the content-subtype on the wire stays
+// the same, and so do the bytes.
+func (remoteCodec) Name() string { return grpcproto.Name }
+
+func (remoteCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(*remote.RemoteMessage)
+	if !ok || !hasLargeData(m.GetMessageBatch()) {
+		return defaultProtoCodec.Marshal(v)
+	}
+	out, err := marshalBatchMessage(m.GetMessageBatch())
+	if err != nil {
+		return nil, fmt.Errorf("client: remote codec: %w", err)
+	}
+	return out, nil
+}
+
+func (remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*remote.RemoteMessage)
+	if !ok || data.Len() < aliasMinBytes {
+		return defaultProtoCodec.Unmarshal(data, v)
+	}
+	// A private copy: grpc-go recycles data's buffers once we return.
+	b := data.Materialize()
+	if err := unmarshalRemoteMessage(b, m); err != nil {
+		return fmt.Errorf("client: remote codec: %w", err)
+	}
+	return nil
+}
+
+// hasLargeData reports whether some envelope of b carries a message_data
+// of at least aliasMinBytes.
+func hasLargeData(b *remote.MessageBatch) bool {
+	for _, e := range b.GetEnvelopes() {
+		if len(e.GetMessageData()) >= aliasMinBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// piece is one part of an encoded message: small[from:to] of the shared
+// small-field buffer, or data (a large message_data, sent as it is).
+type piece struct {
+	from, to int
+	data     []byte
+}
+
+// marshalBatchMessage encodes RemoteMessage{message_batch: b}: the batch's
+// fields but envelopes, then each envelope's fields but message_data
+// followed by its message_data, each large message_data a piece of its own.
+func marshalBatchMessage(b *remote.MessageBatch) (mem.BufferSlice, error) {
+	head, err := proto.Marshal(withoutField(b, batchEnvelopesNum))
+	if err != nil {
+		return nil, fmt.Errorf("marshal batch: %w", err)
+	}
+	envs := make([][]byte, len(b.Envelopes))
+	batchLen := len(head)
+	for i, e := range b.Envelopes {
+		if e == nil {
+			return nil, errors.New("marshal batch: nil envelope")
+		}
+		if envs[i], err = proto.Marshal(withoutField(e, envelopeDataNum)); err != nil {
+			return nil, fmt.Errorf("marshal envelope %d: %w", i, err)
+		}
+		batchLen += protowire.SizeTag(batchEnvelopesNum) + protowire.SizeBytes(envelopeLen(envs[i], e.MessageData))
+	}
+
+	small := make([]byte, 0, 64+len(head)+len(b.Envelopes)*32)
+	small = protowire.AppendTag(small, remoteMessageBatchNum, protowire.BytesType)
+	small = protowire.AppendVarint(small, uint64(batchLen))
+	small = append(small, head...)
+	var pieces []piece
+	from := 0
+	for i, e := range b.Envelopes {
+		small = protowire.AppendTag(small, batchEnvelopesNum, protowire.BytesType)
+		small = protowire.AppendVarint(small, uint64(envelopeLen(envs[i], e.MessageData)))
+		small = append(small, envs[i]...)
+		if len(e.MessageData) == 0 {
+			continue
+		}
+		small = protowire.AppendTag(small, envelopeDataNum, protowire.BytesType)
+		small = protowire.AppendVarint(small, uint64(len(e.MessageData)))
+		if len(e.MessageData) < aliasMinBytes {
+			small = append(small, e.MessageData...)
+			continue
+		}
+		pieces = append(pieces, piece{from: from, to: len(small)}, piece{data: e.MessageData})
+		from = len(small)
+	}
+	pieces = append(pieces, piece{from: from, to: len(small)})
+
+	out := make(mem.BufferSlice, 0, len(pieces))
+	for _, p := range pieces {
+		switch {
+		case p.data != nil:
+			// Not pooled: Free leaves the envelope's bytes alone.
+			out = append(out, mem.SliceBuffer(p.data))
+		case p.to > p.from:
+			out = append(out, mem.SliceBuffer(small[p.from:p.to:p.to]))
+		}
+	}
+	return out, nil
+}
+
+// envelopeLen is the encoded length of an envelope whose fields but
+// message_data encode to rest.
+func envelopeLen(rest, data []byte) int {
+	if len(data) == 0 {
+		return len(rest)
+	}
+	return len(rest) + protowire.SizeTag(envelopeDataNum) + protowire.SizeBytes(len(data))
+}
+
+// withoutField returns a shallow copy of m (its fields share m's values)
+// without the field numbered num, unknown fields included.
+func withoutField(m proto.Message, num protowire.Number) proto.Message {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != num {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(u)
+	}
+	return dst.Interface()
+}
+
+// unmarshalRemoteMessage decodes b into m as proto.Unmarshal does, except
+// that when m is a message batch (its only field, once) each envelope's
+// message_data is a slice of b. Any other shape is decoded by
+// proto.Unmarshal, copying.
+func unmarshalRemoteMessage(b []byte, m *remote.RemoteMessage) error {
+	proto.Reset(m)
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != remoteMessageBatchNum || typ != protowire.BytesType {
+		return unmarshalCopy(b, m)
+	}
+	val, vn := protowire.ConsumeBytes(b[n:])
+	if vn < 0 || n+vn != len(b) {
+		return unmarshalCopy(b, m)
+	}
+	batch := &remote.MessageBatch{}
+	if err := unmarshalBatch(val, batch); err != nil {
+		return err
+	}
+	m.MessageType = &remote.RemoteMessage_MessageBatch{MessageBatch: batch}
+	return nil
+}
+
+// unmarshalBatch decodes b into batch with each envelope's message_data a
+// slice of b (unmarshalAliasing); the other fields are decoded by
+// proto.Unmarshal from a copy.
+func unmarshalBatch(b []byte, batch *remote.MessageBatch) error {
+	var envs []*remote.MessageEnvelope
+	rest := make([]byte, 0, 256)
+	for in := b; len(in) > 0; {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 {
+			return unmarshalCopy(b, batch)
+		}
+		v := protowire.ConsumeFieldValue(num, typ, in[n:])
+		if v < 0 {
+			return unmarshalCopy(b, batch)
+		}
+		if num == batchEnvelopesNum && typ == protowire.BytesType {
+			val, _ := protowire.ConsumeBytes(in[n:])
+			e := &remote.MessageEnvelope{}
+			if err := unmarshalAliasing(val, e, envelopeDataNum, &e.MessageData); err != nil {
+				return fmt.Errorf("envelope %d: %w", len(envs), err)
+			}
+			envs = append(envs, e)
+		} else {
+			rest = append(rest, in[:n+v]...)
+		}
+		in = in[n+v:]
+	}
+	if err := proto.Unmarshal(rest, batch); err != nil {
+		return fmt.Errorf("decode %s: %w", proto.MessageName(batch), err)
+	}
+	batch.Envelopes = envs
+	return nil
+}
+
+func unmarshalCopy(b []byte, m proto.Message) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("decode %s: %w", proto.MessageName(m), err)
+	}
+	return nil
+}

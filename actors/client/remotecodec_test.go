@@ -1,0 +1,334 @@
+package client
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// randBytes returns n bytes of a fixed pseudo-random sequence (seed).
+func randBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// codecTestBatch is a RemoteMessage with envelopes of every shape: large (sent
+// aliased), small (copied), empty, with a header and request ids.
+func codecTestBatch() *remote.RemoteMessage {
+	return &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+		TypeNames: []string{produceRequestName, "actorlog.messages.MetadataRequest"},
+		Targets:   []*actor.PID{{Address: "127.0.0.1:1", Id: "partition/t/0"}, {Address: "127.0.0.1:1", Id: "meta"}},
+		Senders:   []*actor.PID{{Address: "127.0.0.1:2", Id: "producer"}},
+		Envelopes: []*remote.MessageEnvelope{
+			{TypeId: 0, MessageData: randBytes(1<<20, 1), Target: 0, Sender: 1, SenderRequestId: 7},
+			{TypeId: 1, MessageData: randBytes(100, 2), Target: 1, Sender: 1,
+				MessageHeader: &remote.MessageHeader{HeaderData: map[string]string{"k": "v"}}},
+			{TypeId: 1, Target: 1},
+			{TypeId: 0, MessageData: randBytes(aliasMinBytes, 3), Target: 0, TargetRequestId: 3},
+			{TypeId: 0, MessageData: randBytes(aliasMinBytes-1, 4), Target: 0},
+		},
+	}}}
+}
+
+// recordingPool is a mem.BufferPool that remembers every buffer put back,
+// so a test can overwrite them as reuse would.
+type recordingPool struct {
+	mu  sync.Mutex
+	put []*[]byte
+}
+
+func (p *recordingPool) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (p *recordingPool) Put(b *[]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.put = append(p.put, b)
+}
+
+// scribble overwrites every buffer put back.
+func (p *recordingPool) scribble() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.put {
+		for i := range *b {
+			(*b)[i] = 0xEE
+		}
+	}
+	return len(p.put)
+}
+
+// pooledSlice splits b into pooled buffers of chunk bytes, as grpc-go's
+// transport hands a received message to the codec.
+func pooledSlice(b []byte, chunk int, pool mem.BufferPool) mem.BufferSlice {
+	var s mem.BufferSlice
+	for len(b) > 0 {
+		n := min(chunk, len(b))
+		buf := pool.Get(n)
+		copy(*buf, b[:n])
+		s = append(s, mem.NewBuffer(buf, pool))
+		b = b[n:]
+	}
+	return s
+}
+
+func materialize(t *testing.T, s mem.BufferSlice) []byte {
+	t.Helper()
+	b := s.Materialize()
+	s.Free()
+	return b
+}
+
+// TestRemoteCodecWireCompatible: what remoteCodec writes decodes with
+// protobuf to the message sent, and what grpc-go's codec writes decodes
+// with remoteCodec to the message sent, for batches above and below the
+// aliasing size and other RemoteMessages.
+func TestRemoteCodecWireCompatible(t *testing.T) {
+	small := &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+		TypeNames: []string{"a"}, Targets: []*actor.PID{{Id: "x"}},
+		Envelopes: []*remote.MessageEnvelope{{MessageData: []byte("small"), SerializerId: 0}},
+	}}}
+	connect := &remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{SystemId: "s", Address: "a"}},
+	}}}
+	for name, want := range map[string]*remote.RemoteMessage{"large batch": codecTestBatch(), "small batch": small, "connect": connect} {
+		t.Run(name, func(t *testing.T) {
+			out, err := remoteCodec{}.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wire := materialize(t, out)
+			got := &remote.RemoteMessage{}
+			if err := proto.Unmarshal(wire, got); err != nil {
+				t.Fatalf("protobuf cannot decode remoteCodec's bytes: %v", err)
+			}
+			if !proto.Equal(got, want) {
+				t.Fatal("remoteCodec's bytes decode to another message")
+			}
+			if proto.Size(want) != len(wire) {
+				t.Fatalf("remoteCodec wrote %d bytes, protobuf %d", len(wire), proto.Size(want))
+			}
+
+			std, err := defaultProtoCodec.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := &recordingPool{}
+			got = &remote.RemoteMessage{}
+			if err := (remoteCodec{}).Unmarshal(pooledSlice(materialize(t, std), 16<<10, pool), got); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want) {
+				t.Fatal("remoteCodec decodes grpc-go's bytes to another message")
+			}
+		})
+	}
+}
+
+// TestRemoteCodecMarshalAliasesUnpooled: a large message_data is sent as
+// it is (no copy), and freeing the encoded slice, as grpc-go does once the
+// transport has written it, never hands the envelope's bytes to a pool:
+// buffers taken from grpc-go's pool afterwards and overwritten leave it
+// intact.
+func TestRemoteCodecMarshalAliasesUnpooled(t *testing.T) {
+	m := codecTestBatch()
+	data := m.GetMessageBatch().Envelopes[0].MessageData
+	want := bytes.Clone(data)
+	out, err := remoteCodec{}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliased := false
+	for _, b := range out {
+		if d := b.ReadOnlyData(); len(d) > 0 && unsafe.SliceData(d) == unsafe.SliceData(data) {
+			aliased = true
+		}
+	}
+	if !aliased {
+		t.Fatal("the 1 MiB message_data was copied, not sent as it is")
+	}
+	out.Free()
+	pool := mem.DefaultBufferPool()
+	for range 8 {
+		b := pool.Get(len(data))
+		for i := range *b {
+			(*b)[i] = 0xEE
+		}
+		defer pool.Put(b)
+	}
+	if !bytes.Equal(data, want) {
+		t.Fatal("the envelope's message_data changed after the encoded slice was freed")
+	}
+}
+
+// TestRemoteCodecUnmarshalSurvivesRecycle: a decoded batch references none
+// of the buffers grpc-go passed in (they are recycled once Unmarshal
+// returns): overwriting them all leaves every envelope intact. Large
+// message_data aliases the codec's own copy, with its capacity capped so
+// an append cannot run into the next envelope.
+func TestRemoteCodecUnmarshalSurvivesRecycle(t *testing.T) {
+	want := codecTestBatch()
+	wire, err := proto.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In many buffers, as grpc-go's transport hands them over, and in one.
+	for _, chunk := range []int{16 << 10, len(wire)} {
+		pool := &recordingPool{}
+		in := pooledSlice(wire, chunk, pool)
+		got := &remote.RemoteMessage{}
+		if err := (remoteCodec{}).Unmarshal(in, got); err != nil {
+			t.Fatal(err)
+		}
+		pooled := 0 // grpc-go's mem.NewBuffer does not pool tiny buffers
+		for _, b := range in {
+			if _, ok := b.(mem.SliceBuffer); !ok {
+				pooled++
+			}
+		}
+		in.Free()
+		if n := pool.scribble(); n != pooled || n < len(in)-1 {
+			t.Fatalf("%d buffers recycled, want %d of %d", n, pooled, len(in))
+		}
+		// Nor may the decoded batch hold a buffer of grpc-go's own pool
+		// (where its codec assembles a message): take and overwrite
+		// what that pool has of the message's size.
+		for range 8 {
+			b := mem.DefaultBufferPool().Get(len(wire))
+			for i := range *b {
+				(*b)[i] = 0xEE
+			}
+			defer mem.DefaultBufferPool().Put(b)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("chunks of %d: the decoded batch changed when the received buffers were recycled", chunk)
+		}
+		envs := got.GetMessageBatch().Envelopes
+		for i, e := range envs {
+			if cap(e.MessageData) != len(e.MessageData) {
+				t.Fatalf("envelope %d: message_data has capacity %d past its %d bytes", i, cap(e.MessageData), len(e.MessageData))
+			}
+		}
+		// Writing through one envelope's data (as a replica stamping a
+		// batch header would) changes no other envelope.
+		for i := range envs[0].MessageData {
+			envs[0].MessageData[i] = 0
+		}
+		grown := append(envs[0].MessageData, 1, 2, 3)
+		for i := 1; i < len(envs); i++ {
+			if !bytes.Equal(envs[i].MessageData, want.GetMessageBatch().Envelopes[i].MessageData) {
+				t.Fatalf("envelope %d changed when envelope 0's data (now %d bytes) was written", i, len(grown))
+			}
+		}
+	}
+}
+
+// TestRemoteCodecUnmarshalMalformed: truncated input is an error, as with
+// protobuf, not a panic or a partial message.
+func TestRemoteCodecUnmarshalMalformed(t *testing.T) {
+	wire, err := proto.Marshal(codecTestBatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, 100, len(wire) / 2, len(wire) - 1} {
+		got := &remote.RemoteMessage{}
+		if err := (remoteCodec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire[:max(cut, aliasMinBytes)])}, got); err == nil {
+			t.Fatalf("cut at %d: decoded %d envelopes without error", cut, len(got.GetMessageBatch().GetEnvelopes()))
+		}
+	}
+}
+
+// BenchmarkRemoteCodec: one RemoteMessage of 4 envelopes of 1 MiB, as a
+// producer's requests travel, encoded and decoded by grpc-go's codec and
+// by remoteCodec (B/op: the copies this file removes).
+func BenchmarkRemoteCodec(b *testing.B) {
+	m := &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+		TypeNames: []string{produceRequestName}, Targets: []*actor.PID{{Address: "a", Id: "p"}},
+	}}}
+	for i := range 4 {
+		m.GetMessageBatch().Envelopes = append(m.GetMessageBatch().Envelopes, &remote.MessageEnvelope{MessageData: randBytes(1<<20, uint64(i))})
+	}
+	wire, err := proto.Marshal(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		codec interface {
+			Marshal(any) (mem.BufferSlice, error)
+			Unmarshal(mem.BufferSlice, any) error
+		}
+	}{{"grpc", defaultProtoCodec}, {"remote", remoteCodec{}}} {
+		b.Run(c.name+"/marshal", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(wire)))
+			for b.Loop() {
+				out, err := c.codec.Marshal(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out.Free()
+			}
+		})
+		b.Run(c.name+"/unmarshal", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(wire)))
+			pool := mem.DefaultBufferPool()
+			for b.Loop() {
+				in := pooledSlice(wire, 16<<10, pool)
+				got := &remote.RemoteMessage{}
+				if err := c.codec.Unmarshal(in, got); err != nil {
+					b.Fatal(err)
+				}
+				in.Free()
+			}
+		})
+	}
+}
+
+// FuzzRemoteCodecUnmarshal: the remote's port takes bytes from anyone, so
+// the aliasing decoder must agree with proto.Unmarshal on every input:
+// the same message where it decodes, an error where it does not, and
+// never a panic.
+func FuzzRemoteCodecUnmarshal(f *testing.F) {
+	small := codecTestBatch()
+	for _, e := range small.GetMessageBatch().GetEnvelopes() {
+		if len(e.MessageData) > 64 {
+			e.MessageData = e.MessageData[:64]
+		}
+	}
+	for _, m := range []proto.Message{small, &remote.RemoteMessage{}, &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{}}}} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want := &remote.RemoteMessage{}
+		wantErr := proto.Unmarshal(in, want)
+		got := &remote.RemoteMessage{}
+		gotErr := unmarshalRemoteMessage(bytes.Clone(in), got)
+		switch {
+		case wantErr == nil && gotErr != nil:
+			t.Fatalf("proto decodes %x, the remote codec refuses it: %v", in, gotErr)
+		case wantErr != nil && gotErr == nil:
+			t.Fatalf("proto refuses %x (%v), the remote codec decodes it", in, wantErr)
+		case wantErr == nil && !proto.Equal(got, want):
+			t.Fatalf("decoded %x differently:\n got %v\nwant %v", in, got, want)
+		}
+	})
+}
