@@ -469,6 +469,8 @@ func (l *Log) swapLive(gen uint64, old map[*segment]bool, b0, end int64, seg *se
 	// and rolls add them after it.
 	seg.sealed.Store(true)
 	seg.created = l.cfg.Now().UnixMilli()
+	seg.fsys = l.fs
+	seg.idx.release() // its indexes were written whole: lookups read them
 	l.mu.Lock()
 	l.rmu.Lock()
 	err = finishSwapFiles(l.fs, l.dir, b0, end, true)

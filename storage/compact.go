@@ -635,7 +635,7 @@ func createSynced(fsys FS, path string, write func(f File) error) error {
 // base and swaps it in. next is the base of the segment after the group.
 func cleanGroup(fsys FS, dir string, group []segFile, next int64, c *batchCleaner, opts CompactOptions, logger *logrus.Entry, swap swapFunc) error {
 	b0 := group[0].base
-	w := &cleanedWriter{fsys: fsys, opts: opts, seg: &segment{base: b0, dir: dir, next: b0, rollTS: -1, corruptAt: -1}}
+	w := &cleanedWriter{fsys: fsys, opts: opts, seg: &segment{base: b0, dir: dir, fsys: fsys, next: b0, rollTS: -1, corruptAt: -1}}
 	w.seg.maxTS.Store(-1)
 	logPath := segmentPath(dir, b0, logSuffix+cleanedSuffix)
 	err := createSynced(fsys, logPath, func(f File) error {

@@ -281,7 +281,7 @@ func (l *Log) load() error {
 // openSegment opens an existing segment's files for load. The segment is
 // not shared yet.
 func (l *Log) openSegment(base int64) (*segment, error) {
-	s := &segment{base: base, dir: l.dir, next: base, rollTS: -1, corruptAt: -1, created: l.cfg.Now().UnixMilli()}
+	s := &segment{base: base, dir: l.dir, fsys: l.fs, next: base, rollTS: -1, corruptAt: -1, created: l.cfg.Now().UnixMilli()}
 	s.maxTS.Store(-1)
 	var err error
 	if s.log, err = l.fs.OpenFile(segmentPath(l.dir, base, logSuffix), os.O_RDWR, 0); err != nil {
@@ -304,6 +304,7 @@ func (l *Log) retireLoaded(s *segment) error {
 	if err := s.writeIndexes(l); err != nil {
 		return err
 	}
+	s.idx.release() // lookups read the files from now on
 	if !s.clean() {
 		if err := s.sync(); err != nil {
 			return err

@@ -135,7 +135,10 @@ func (s *segment) maxBelow(f File, limit int64) (*tsMark, error) {
 		end = s.corruptAt
 	}
 	rel := uint32(min(max(limit-s.base, 0), math.MaxUint32))
-	e, ok := s.idx.lastTimeBefore(rel)
+	e, ok, err := s.lastTimeBefore(rel)
+	if err != nil {
+		return nil, err
+	}
 	bestTS, from := int64(-1), s.base
 	if ok {
 		bestTS, from = e.ts, s.base+int64(e.rel)+1
@@ -170,7 +173,11 @@ func (s *segment) maxBelow(f File, limit int64) (*tsMark, error) {
 // is >= ts, or nil.
 func (s *segment) firstBatchWith(f File, ts, end int64) (*tsMark, error) {
 	from := s.base
-	if rel, ok := s.idx.lookupTime(ts); ok {
+	rel, ok, err := s.lookupTime(ts)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		from = s.base + int64(rel) + 1 // everything up to rel is older than ts
 	}
 	pos, h, err := s.findBatch(f, from, end)

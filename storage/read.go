@@ -108,6 +108,7 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 		return nil, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
 	}
 	i := 0
+	var next int64 // after the last batch served
 	for i < n {
 		hh, err := record.CheckFrame(buf[i:])
 		if errors.Is(err, record.ErrShortBuffer) {
@@ -123,6 +124,10 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 			break
 		}
 		i += hh.Size()
+		next = hh.NextOffset()
+	}
+	if i > 0 {
+		s.idx.setHint(next, pos+int64(i)) // where a consumer reading on starts
 	}
 	return buf[:i], nil
 }
@@ -136,7 +141,14 @@ func (s *segment) findBatch(f File, offset int64, end int64) (int64, record.Head
 	if rel < 0 {
 		rel = 0
 	}
-	pos := int64(s.idx.lookup(uint32(min(rel, int64(^uint32(0))))))
+	pos, ok := s.idx.hinted(offset, end)
+	if !ok {
+		p, err := s.lookup(uint32(min(rel, int64(^uint32(0)))))
+		if err != nil {
+			return 0, h, err
+		}
+		pos = int64(p)
+	}
 	hdr := make([]byte, record.HeaderSize)
 	for pos < end {
 		var err error
@@ -185,7 +197,11 @@ func (l *Log) segmentOffsetForTimestamp(s *segment, ts int64) (int64, int64, boo
 
 func (s *segment) offsetForTimestamp(f File, ts int64, maxBatch int) (int64, int64, bool, error) {
 	from := s.base
-	if rel, ok := s.idx.lookupTime(ts); ok {
+	rel, ok, err := s.lookupTime(ts)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if ok {
 		from = s.base + int64(rel) + 1 // everything up to rel is older than ts
 	}
 	end := s.size.Load()

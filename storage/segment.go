@@ -64,6 +64,7 @@ func parseOffsetName(name, suffix string) (int64, bool) {
 type segment struct {
 	base     int64
 	dir      string
+	fsys     FS // opens a sealed segment's index files for a lookup (index.go)
 	fmu      sync.RWMutex
 	log      File
 	offFile  File
@@ -104,7 +105,7 @@ type segment struct {
 
 // createSegment makes a new empty segment at base, removing any stale files.
 func createSegment(fsys FS, dir string, base, now int64) (*segment, error) {
-	s := &segment{base: base, dir: dir, next: base, rollTS: -1, corruptAt: -1, created: now}
+	s := &segment{base: base, dir: dir, fsys: fsys, next: base, rollTS: -1, corruptAt: -1, created: now}
 	s.maxTS.Store(-1)
 	s.writes.Store(1) // the files are created (or cut to zero) and need an fsync
 	var err error
@@ -218,13 +219,18 @@ func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
 }
 
 // seal appends the final time-index entry (so the time index always ends at
-// the segment's last offset and largest timestamp) and writes the indexes.
+// the segment's last offset and largest timestamp), writes the indexes and
+// drops their entries from memory: lookups read the files from now on.
 // Caller holds Log.mu.
 func (s *segment) seal(l *Log) error {
 	if !s.empty() {
 		s.idx.appendTime(timeEntry{ts: s.maxTS.Load(), rel: s.lastOffsetRel}, true)
 	}
-	return s.writeIndexes(l)
+	if err := s.writeIndexes(l); err != nil {
+		return err
+	}
+	s.idx.release()
+	return nil
 }
 
 // writeIndexes writes the index entries not yet in the files, opening them
