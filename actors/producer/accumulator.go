@@ -144,8 +144,9 @@ type partition struct {
 // Memory: BufferedBytes counts each batch's uncompressed size from its first
 // record until it is completed, failed or aborted. Steady-state Append
 // allocates nothing (builders, batch structs and report slices are reused);
-// each closed batch allocates its encoded bytes, and each Complete its
-// Delivery slice.
+// each closed batch allocates its encoded bytes unless a delivered batch's
+// are recycled (Config.RecycleSent, uncompressed: see close and
+// recycleBuffer), and each Complete its Delivery slice.
 //
 // Idempotence (Config.Idempotence), as Kafka's idempotent producer without
 // transactions (RecordAccumulator.drain and TransactionManager):
@@ -431,13 +432,20 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 // would exceed BufferMemory: then it is dropped for the garbage collector.
 // So hot partitions reuse their large builders, while many partitions'
 // builders, each once grown to a full batch, are not all kept.
-func (a *Accumulator) takeOpen(p *partition) *batch {
+//
+// newCap, when positive, is the capacity of the buffer the builder was
+// given for its next batch (close's in-place path): it becomes its bcap.
+func (a *Accumulator) takeOpen(p *partition, newCap int) *batch {
 	b := p.open
 	p.open = nil
 	a.markDirty(p)
 	if b.size > b.bcap {
 		a.builderBytes += b.size - b.bcap
 		b.bcap = b.size
+	}
+	if newCap > 0 {
+		a.builderBytes += newCap - b.bcap
+		b.bcap = newCap
 	}
 	if a.builderBytes <= a.cfg.BufferMemory {
 		b.b.Reset()
@@ -449,17 +457,42 @@ func (a *Accumulator) takeOpen(p *partition) *batch {
 	return b
 }
 
+// nextBuffer is the capacity to give a builder whose buffer held batches of
+// up to held bytes: at least that, and up to twice that within BatchSize,
+// so that a partition whose batches fill up gets BatchSize buffers (which
+// its full batches never outgrow, and which the free list of batch buffers
+// then serves).
+func (a *Accumulator) nextBuffer(held int) int {
+	return max(held, min(2*held, a.cfg.BatchSize))
+}
+
 // close encodes p's open batch and queues it behind the batches already
 // closed (all older). The builder goes back to the free list.
+//
+// Uncompressed, with RecycleSent, a batch of at least half its builder's
+// buffer is completed in place (record.Builder.TakeBatch): that buffer
+// becomes the batch's bytes, nothing is copied, and the builder takes a
+// recycled buffer (or a new one) for its next batch. Smaller batches, and
+// every batch without RecycleSent (whose bytes never come back), are
+// copied into a buffer of their size, as a batch's capacity is not counted
+// in BufferedBytes and a small batch must not pin a large buffer.
 func (a *Accumulator) close(p *partition) {
 	var bytes []byte
 	var err error
-	if a.cfg.Compression == record.CompressionNone {
-		bytes, err = p.open.b.AppendBatch(a.batchBuffer(p.open.b.EstimatedSize()))
-	} else {
-		bytes, err = p.open.b.Build()
+	newCap := 0
+	o := p.open
+	switch want := a.nextBuffer(max(o.bcap, o.size)); {
+	case a.cfg.Compression != record.CompressionNone:
+		bytes, err = o.b.Build()
+	case a.cfg.RecycleSent && 2*o.size >= want:
+		next := a.batchBuffer(want)
+		if bytes, err = o.b.TakeBatch(next); err == nil {
+			newCap = cap(next)
+		}
+	default:
+		bytes, err = o.b.AppendBatch(a.batchBuffer(o.b.EstimatedSize()))
 	}
-	b := a.takeOpen(p)
+	b := a.takeOpen(p, newCap)
 	if err != nil {
 		// Cannot happen: the codec was checked by NewAccumulator, the
 		// batch holds records and is far below 2 GiB. Should it happen,
@@ -669,7 +702,7 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 	out := make([]Delivery, len(b.reports))
 	a.stats.RecordsDelivered += uint64(len(b.reports))
 	if a.cfg.RecycleSent && b.attempts == 1 && a.cfg.Compression == record.CompressionNone {
-		a.recycleBuffer(b.bytes)
+		a.recycleBuffer(b.bytes, b)
 	}
 	for i, r := range b.reports {
 		off := int64(-1)
@@ -810,7 +843,7 @@ func (a *Accumulator) expirePart(out []Delivery, p *partition, now time.Time) []
 		p.queue = p.queue[:kept]
 	}
 	if b := p.open; b != nil && !now.Before(b.created.Add(a.cfg.DeliveryTimeout)) {
-		out = a.fail(out, a.takeOpen(p), a.timeoutErr(b, now))
+		out = a.fail(out, a.takeOpen(p, 0), a.timeoutErr(b, now))
 	}
 	return out
 }
@@ -870,7 +903,7 @@ func (a *Accumulator) Abort(cause error) []Delivery {
 		p.queue = p.queue[:0]
 		a.markDirty(p)
 		if p.open != nil {
-			out = a.fail(out, a.takeOpen(p), err)
+			out = a.fail(out, a.takeOpen(p, 0), err)
 		}
 	}
 	a.exhausted = false
@@ -893,14 +926,13 @@ func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
 	return dst
 }
 
-// release frees b's memory and recycles it. b must be in no queue and not
-// in flight.
 // batchBuffer returns an empty buffer of capacity at least size for a
-// batch's bytes: a recycled one (Config.RecycleSent) when one is large
-// enough, else a new one.
+// batch's bytes: a recycled one (Config.RecycleSent) when one fits (at
+// most twice size, so that a small batch does not pin a large buffer that
+// BufferedBytes does not count), else a new one.
 func (a *Accumulator) batchBuffer(size int) []byte {
 	for i := len(a.freeBufs) - 1; i >= 0; i-- {
-		if buf := a.freeBufs[i]; cap(buf) >= size {
+		if buf := a.freeBufs[i]; cap(buf) >= size && cap(buf) <= 2*size {
 			a.freeBufs[i] = a.freeBufs[len(a.freeBufs)-1]
 			a.freeBufs[len(a.freeBufs)-1] = nil
 			a.freeBufs = a.freeBufs[:len(a.freeBufs)-1]
@@ -911,17 +943,23 @@ func (a *Accumulator) batchBuffer(size int) []byte {
 	return make([]byte, 0, size)
 }
 
-// recycleBuffer keeps buf, a delivered batch's bytes, for a later batch,
-// while the kept buffers stay within an eighth of BufferMemory (4 MiB by
-// default: a few full batches, the ones a steady stream cycles through).
-func (a *Accumulator) recycleBuffer(buf []byte) {
-	if buf == nil || a.freeBufBytes+cap(buf) > a.cfg.BufferMemory/8 {
+// recycleBuffer keeps buf, the bytes of b, a delivered batch about to be
+// released, for a later batch, while the kept buffers and the bytes still
+// buffered (other than b's) stay within BufferMemory. At full speed every
+// batch in flight comes back here and the next ones take these buffers, so
+// a steady stream allocates no batch buffers; as in Kafka's BufferPool,
+// the free list is not trimmed when the producer goes idle, so it may keep
+// up to BufferMemory (32 MiB by default) until the producer is dropped.
+func (a *Accumulator) recycleBuffer(buf []byte, b *batch) {
+	if buf == nil || a.freeBufBytes+cap(buf)+a.used-b.size > a.cfg.BufferMemory {
 		return
 	}
 	a.freeBufs = append(a.freeBufs, buf)
 	a.freeBufBytes += cap(buf)
 }
 
+// release frees b's memory and recycles it. b must be in no queue and not
+// in flight.
 func (a *Accumulator) release(b *batch) {
 	a.used -= b.size
 	a.pending -= len(b.reports)

@@ -915,7 +915,10 @@ func TestStatsCountSendsRetriesAndOutcomes(t *testing.T) {
 // TestRecycleSent: with RecycleSent, the bytes of a batch delivered after
 // one send carry a later batch; a batch sent twice, and any batch without
 // RecycleSent, never lends its bytes (an earlier send may still hold
-// them).
+// them). Uncompressed batches are encoded in place in their builder's
+// buffer, and a builder closing a batch takes its next buffer from the
+// recycled ones, so a delivered batch's bytes carry the batch after the
+// next one of its partition.
 func TestRecycleSent(t *testing.T) {
 	sendOne := func(a *Accumulator, i int) ReadyBatch {
 		t.Helper()
@@ -932,28 +935,37 @@ func TestRecycleSent(t *testing.T) {
 	first := sendOne(a, 1)
 	a.Complete(first.ID, 0, nil)
 	second := sendOne(a, 2)
-	if !sameBuffer(first.Bytes, second.Bytes) {
-		t.Fatal("a batch delivered after one send did not lend its bytes to the next")
+	a.Complete(second.ID, 1, nil)
+	third := sendOne(a, 3)
+	if !sameBuffer(first.Bytes, third.Bytes) {
+		t.Fatal("a batch delivered after one send did not lend its bytes to a later one")
 	}
-	if got := decode(t, second); string(got[0].Value) != string(value(2, 200)) {
+	if got := decode(t, third); string(got[0].Value) != string(value(3, 200)) {
 		t.Fatalf("recycled batch holds %q", got[0].Value)
 	}
 	// Sent twice: not reused.
-	a.Retry(second.ID, t0, errors.New("timeout"))
+	a.Retry(third.ID, t0, errors.New("timeout"))
 	again := readyCopy(a, t0.Add(time.Hour))
-	if len(again) != 1 || !sameBuffer(again[0].Bytes, second.Bytes) {
+	if len(again) != 1 || !sameBuffer(again[0].Bytes, third.Bytes) {
 		t.Fatalf("retry sent %d batches, want the same bytes again", len(again))
 	}
-	a.Complete(again[0].ID, 1, nil)
-	third := sendOne(a, 3)
-	if sameBuffer(third.Bytes, second.Bytes) {
-		t.Fatal("the bytes of a batch sent twice were reused")
+	a.Complete(again[0].ID, 2, nil)
+	for i := 4; i < 8; i++ {
+		next := sendOne(a, i)
+		if sameBuffer(next.Bytes, third.Bytes) {
+			t.Fatalf("the bytes of a batch sent twice were reused by batch %d", i)
+		}
+		a.Complete(next.ID, int64(i), nil)
 	}
 
 	off := newAcc(t, Config{BatchSize: 100, MaxInFlight: 1})
 	b1 := sendOne(off, 1)
 	off.Complete(b1.ID, 0, nil)
-	if b2 := sendOne(off, 2); sameBuffer(b1.Bytes, b2.Bytes) {
-		t.Fatal("bytes reused without RecycleSent")
+	for i := 2; i < 6; i++ {
+		next := sendOne(off, i)
+		if sameBuffer(b1.Bytes, next.Bytes) {
+			t.Fatalf("bytes reused without RecycleSent by batch %d", i)
+		}
+		off.Complete(next.ID, int64(i), nil)
 	}
 }

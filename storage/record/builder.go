@@ -56,14 +56,19 @@ type BuilderOptions struct {
 }
 
 // Builder encodes records into one v2 batch. Append encodes each record
-// straight into an internal buffer; Build frames (and compresses) them. A
-// Builder is reused across batches with Reset or ResetWith, keeping its
-// buffers, so that in steady state Append allocates nothing.
+// straight into an internal buffer, behind room for the batch header; Build
+// frames (and compresses) them. A Builder is reused across batches with
+// Reset or ResetWith, keeping its buffers, so that in steady state Append
+// allocates nothing. TakeBatch completes an uncompressed batch in that
+// buffer itself, copying nothing.
 //
 // A Builder is not safe for concurrent use.
 type Builder struct {
-	opts    BuilderOptions
-	records []byte // encoded records, uncompressed
+	opts BuilderOptions
+	// buf is HeaderSize bytes of room for the header (contents undefined
+	// until the batch is built), then the encoded records, uncompressed;
+	// empty until the first Append after a reset.
+	buf     []byte
 	n       int    // records appended
 	baseTS  int64  // first record's timestamp
 	maxTS   int64  // largest timestamp appended
@@ -78,7 +83,7 @@ func NewBuilder(opts BuilderOptions) *Builder {
 // Reset empties the builder for a new batch with the same options, keeping
 // its buffers.
 func (b *Builder) Reset() {
-	b.records = b.records[:0]
+	b.buf = b.buf[:0]
 	b.n = 0
 	b.baseTS, b.maxTS = 0, 0
 }
@@ -96,7 +101,15 @@ func (b *Builder) Len() int { return b.n }
 // EstimatedSize is the size the batch would have uncompressed: the header
 // plus the records encoded so far. For a compressed batch it is an estimate
 // (usually an over-estimate) of the built size.
-func (b *Builder) EstimatedSize() int { return HeaderSize + len(b.records) }
+func (b *Builder) EstimatedSize() int { return max(len(b.buf), HeaderSize) }
+
+// records is the encoded records appended since the last reset.
+func (b *Builder) records() []byte {
+	if len(b.buf) < HeaderSize {
+		return nil
+	}
+	return b.buf[HeaderSize:]
+}
 
 // varintSize is the length of v as a zigzag varint.
 func varintSize(v int64) int {
@@ -140,7 +153,15 @@ func (b *Builder) Append(r Record) {
 		size += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
 	}
 
-	buf := slices.Grow(b.records, binary.MaxVarintLen64+size)
+	// Grow by exactly the record's size, so that a buffer of the batch's
+	// final size (see SetBuffer) is never outgrown.
+	buf := b.buf
+	if b.n == 0 {
+		buf = buf[:0]
+		buf = slices.Grow(buf, HeaderSize+varintSize(int64(size))+size)[:HeaderSize]
+	} else {
+		buf = slices.Grow(buf, varintSize(int64(size))+size)
+	}
 	buf = binary.AppendVarint(buf, int64(size))
 	buf = append(buf, 0) // attributes
 	buf = binary.AppendVarint(buf, tsDelta)
@@ -154,31 +175,81 @@ func (b *Builder) Append(r Record) {
 		buf = append(buf, h.Key...)
 		buf = appendBytes(buf, h.Value)
 	}
-	b.records = buf
+	b.buf = buf
 	b.n++
 }
 
 // AppendBatch appends the complete batch to dst and returns the extended
 // slice: base offset 0, leader epoch -1, magic 2, CreateTime timestamps, the
 // builder's codec and producer fields, and the CRC32C. It fails with an
-// error wrapping ErrEmptyBatch when no record was appended, and with an error
-// when the batch exceeds the 2 GiB a v2 length field allows. The builder is left as it was: call Reset to start the next
-// batch.
+// error wrapping ErrEmptyBatch when no record was appended, and with an
+// error when the batch exceeds the 2 GiB a v2 length field allows. The
+// builder is left as it was: call Reset to start the next batch.
 func (b *Builder) AppendBatch(dst []byte) ([]byte, error) {
 	if b.n == 0 {
 		return dst, fmt.Errorf("record: build: %w", ErrEmptyBatch)
 	}
+	records := b.records()
 	start := len(dst)
-	dst = slices.Grow(dst, HeaderSize+len(b.records))
+	dst = slices.Grow(dst, HeaderSize+len(records))
 	dst = dst[:start+HeaderSize]
 	var err error
-	if dst, err = Compress(b.opts.Compression, dst, b.records); err != nil {
+	if dst, err = Compress(b.opts.Compression, dst, records); err != nil {
 		return dst[:start], fmt.Errorf("record: build: %w", err)
 	}
-	batch := dst[start:]
+	if err := b.finish(dst[start:]); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// TakeBatch returns the complete batch (see AppendBatch) and resets the
+// builder for the next batch.
+//
+// Without compression the records were encoded in place, behind room for
+// the header: TakeBatch writes the header there and hands over the
+// builder's buffer itself, copying nothing; the caller owns the result and
+// the builder takes next (its contents ignored; nil is fine) as its buffer
+// for the next batch. With a codec the batch is compressed into next[:0]
+// (as AppendBatch) and the builder keeps its buffer.
+//
+// On error (see AppendBatch) the builder is left as it was and next is not
+// used.
+func (b *Builder) TakeBatch(next []byte) ([]byte, error) {
+	if b.opts.Compression != CompressionNone {
+		out, err := b.AppendBatch(next[:0])
+		if err != nil {
+			return nil, err
+		}
+		b.Reset()
+		return out, nil
+	}
+	if b.n == 0 {
+		return nil, fmt.Errorf("record: build: %w", ErrEmptyBatch)
+	}
+	batch := b.buf
+	if err := b.finish(batch); err != nil {
+		return nil, err
+	}
+	b.SetBuffer(next)
+	return batch, nil
+}
+
+// SetBuffer empties the builder, as Reset, and makes buf (its contents
+// ignored; nil is fine) the buffer the next records are encoded into: a
+// batch of up to cap(buf) bytes then allocates nothing. The builder's
+// previous buffer is dropped. The caller must not use buf afterwards.
+func (b *Builder) SetBuffer(buf []byte) {
+	b.buf = buf[:0]
+	b.Reset()
+}
+
+// finish writes the header of batch, HeaderSize bytes of room followed by
+// the (possibly compressed) records area, and its CRC.
+func (b *Builder) finish(batch []byte) error {
 	length := len(batch) - LogOverhead
 	if length > math.MaxInt32 {
-		return dst[:start], fmt.Errorf("record: build: batch of %d bytes exceeds the v2 limit", len(batch))
+		return fmt.Errorf("record: build: batch of %d bytes exceeds the v2 limit", len(batch))
 	}
 	pid, epoch, seq := int64(-1), int16(-1), int32(-1)
 	if b.opts.Idempotent {
@@ -198,7 +269,7 @@ func (b *Builder) AppendBatch(dst []byte) ([]byte, error) {
 	be.PutUint32(batch[offBaseSequence:], uint32(seq))
 	be.PutUint32(batch[offRecordCount:], uint32(b.n))
 	be.PutUint32(batch[offCRC:], Checksum(batch))
-	return dst, nil
+	return nil
 }
 
 // Build returns the complete batch (see AppendBatch) in a newly allocated
@@ -206,7 +277,7 @@ func (b *Builder) AppendBatch(dst []byte) ([]byte, error) {
 // and reused at once.
 func (b *Builder) Build() ([]byte, error) {
 	if b.opts.Compression == CompressionNone {
-		return b.AppendBatch(make([]byte, 0, HeaderSize+len(b.records)))
+		return b.AppendBatch(make([]byte, 0, b.EstimatedSize()))
 	}
 	out, err := b.AppendBatch(b.scratch[:0])
 	if err != nil {
