@@ -7,7 +7,9 @@
 //     corrupt frame, as Kafka does after an unclean shutdown;
 //   - the high watermark (high-watermark): the last high watermark the
 //     replica checkpointed, so a restarted replica does not expose less (or
-//     more) than was committed.
+//     more) than was committed. With Config.HighWatermarks it is kept in
+//     the data dir's shared checkpoint instead (hwcheckpoint.go), and the
+//     per-log file is only read, once, to upgrade.
 
 package storage
 
@@ -87,20 +89,37 @@ func writeRecoveryPoint(fsys FS, dir string, rp int64) error {
 	return writeOffsetCheckpoint(fsys, dir, recoveryPointFile, rp)
 }
 
-// loadHighWatermark reads the high-watermark checkpoint at open. A missing
-// file means the log start; a damaged one is logged and means the same.
+// loadHighWatermark reads the high-watermark checkpoint at open: the log's
+// entry in the shared checkpoint when Config.HighWatermarks is set (else,
+// or without an entry, its own high-watermark file). A missing file means
+// the log start; a damaged one is logged and means the same. The value is
+// clamped to the log.
 func (l *Log) loadHighWatermark() {
-	hw, found, err := readOffsetCheckpoint(l.fs, l.dir, highWatermarkFile)
-	if err != nil {
+	hw, found := int64(0), false
+	slot := l.cfg.HighWatermarks
+	if slot != nil {
+		hw, found = slot.load()
+	}
+	legacy, lfound, err := readOffsetCheckpoint(l.fs, l.dir, highWatermarkFile)
+	if err != nil && !found {
 		l.logger.WithError(err).WithField("log_start_offset", l.start.Load()).
 			Warn("high-watermark checkpoint unreadable; starting from the log start")
-		found = false
+	}
+	if slot != nil && (lfound || err != nil) {
+		// A file of before the shared checkpoint: its value when the
+		// shared one has none; removed once the shared one holds it.
+		path := filepath.Join(l.dir, highWatermarkFile)
+		slot.adoptLegacy(legacy, lfound, func() error { return l.fs.Remove(path) })
+	}
+	if !found && lfound {
+		hw, found = legacy, true
 	}
 	if !found {
 		hw = l.start.Load()
 	}
-	l.hw.Store(hw)
-	l.hwOnDisk = found
+	clamped := min(max(hw, l.start.Load()), l.leo.Load())
+	l.hw.Store(clamped)
+	l.hwOnDisk = found && clamped == hw
 }
 
 // HighWatermarkCheckpoint returns the last checkpointed high watermark: what
@@ -128,13 +147,22 @@ func (l *Log) WriteHighWatermark(hw int64) error {
 	return l.setHighWatermarkLocked(hw)
 }
 
-// setHighWatermarkLocked stores and checkpoints hw. Caller holds mu.
+// setHighWatermarkLocked stores and checkpoints hw: in the shared
+// checkpoint when Config.HighWatermarks is set (a value below what its
+// file may hold rewrites it at once), else in the log's own file. Caller
+// holds mu.
 func (l *Log) setHighWatermarkLocked(hw int64) error {
 	if l.hwOnDisk && l.hw.Load() == hw {
 		return nil
 	}
 	l.hw.Store(hw)
-	if err := writeOffsetCheckpoint(l.fs, l.dir, highWatermarkFile, hw); err != nil {
+	var err error
+	if slot := l.cfg.HighWatermarks; slot != nil {
+		err = slot.set(hw)
+	} else {
+		err = writeOffsetCheckpoint(l.fs, l.dir, highWatermarkFile, hw)
+	}
+	if err != nil {
 		l.hwOnDisk = false
 		return l.fail(err)
 	}

@@ -251,6 +251,11 @@ type Config struct {
 	// on the failing writer's goroutine with the log's writer lock held:
 	// it must be quick and must not call into the log.
 	OnFail func(err error)
+	// HighWatermarks, when set, is the log's entry in the shared
+	// high-watermark checkpoint of its data dir (hwcheckpoint.go), which
+	// then holds its checkpointed high watermark instead of its own
+	// high-watermark file.
+	HighWatermarks *HighWatermarkSlot
 }
 
 // ErrInvalidConfig wraps every configuration error.

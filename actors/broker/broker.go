@@ -212,6 +212,12 @@ type Broker struct {
 	// incarnation.
 	health  *Health
 	remover *dirRemover
+	// hwCheckpoints is the data dir's shared high-watermark checkpoint
+	// (storage.HighWatermarkCheckpoints): the replicas' logs store their
+	// high watermarks in it, and it is written every
+	// replica.HighWatermarkCheckpointInterval while a broker runs, after
+	// a Drain, and when the broker stops. It outlives incarnations.
+	hwCheckpoints *storage.HighWatermarkCheckpoints
 	// dirs runs the partition-directory operations off the actor's
 	// goroutine (dirs.go). preparing holds the partitions whose directory
 	// is being claimed for a replica (by topic id); claimed those whose
@@ -268,23 +274,26 @@ func Props(cfg Config) *actor.Props {
 	// One remover and one directory worker for every incarnation spawned
 	// from these props: a respawned broker does not start a second one on
 	// the same directories.
+	hwCheckpoints := storage.NewHighWatermarkCheckpoints(cfg.LogFS, cfg.DataDir, logger)
 	remover := newDirRemover(cfg.DataDir, cfg.LogFS, cfg.RemoveDir, logger)
+	remover.hwCheckpoints = hwCheckpoints
 	dirs := newDirWorker(cfg.DataDir, cfg.LogFS, remover, logger)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Broker{
-			cfg:         cfg,
-			logger:      logger,
-			topics:      map[string]*messages.TopicMetadata{},
-			hosts:       map[int32]*messages.HostInfo{},
-			replicas:    map[tp]*running{},
-			stopping:    map[tp]bool{},
-			health:      cfg.Health,
-			remover:     remover,
-			dirs:        dirs,
-			preparing:   map[tp]string{},
-			claimed:     map[tp]string{},
-			restarts:    map[tp]*restartState{},
-			clampWarned: map[string]bool{},
+			cfg:           cfg,
+			logger:        logger,
+			topics:        map[string]*messages.TopicMetadata{},
+			hosts:         map[int32]*messages.HostInfo{},
+			replicas:      map[tp]*running{},
+			stopping:      map[tp]bool{},
+			health:        cfg.Health,
+			remover:       remover,
+			hwCheckpoints: hwCheckpoints,
+			dirs:          dirs,
+			preparing:     map[tp]string{},
+			claimed:       map[tp]string{},
+			restarts:      map[tp]*restartState{},
+			clampWarned:   map[string]bool{},
 		}
 	}, actor.WithSupervisor(stopOnFailure{logger: logger}))
 }
@@ -344,6 +353,11 @@ func (b *Broker) Receive(ctx actor.Context) {
 		// new incarnation (its replicas are stopped first).
 		b.onStopping()
 	case *actor.Stopped:
+		// The replicas, children, have stopped and stored their last high
+		// watermarks.
+		if err := b.hwCheckpoints.Stop(); err != nil {
+			b.logger.WithError(err).Error("writing the shared high-watermark checkpoint at stop failed")
+		}
 	default:
 		b.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("broker: unknown message")
 	}
@@ -353,6 +367,7 @@ func (b *Broker) onStarted(ctx actor.Context) {
 	// A new incarnation runs no replica yet; it reopens them all.
 	b.health.reset()
 	b.remover.sweepLeftovers()
+	b.hwCheckpoints.Start(replica.HighWatermarkCheckpointInterval)
 	wctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	self, root := ctx.Self(), ctx.ActorSystem().Root

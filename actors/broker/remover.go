@@ -44,6 +44,20 @@ func isTombstone(name string) bool {
 	return err == nil && n > math.MaxInt32
 }
 
+// keyOfDir returns the partition a partition directory's name
+// ("<topic>-<partition>") stands for.
+func keyOfDir(name string) (tp, bool) {
+	topic := topicOfDir(name)
+	if topic == "" {
+		return tp{}, false
+	}
+	p, err := strconv.ParseInt(name[len(topic)+1:], 10, 32)
+	if err != nil {
+		return tp{}, false
+	}
+	return tp{topic, int32(p)}, true
+}
+
 // dirRemover removes tombstones of one data dir on a goroutine of its own,
 // one at a time (a removal competes with the logs for the disk), started
 // when there is work and ended when there is none. Safe for concurrent
@@ -54,6 +68,9 @@ type dirRemover struct {
 	fs        storage.FS
 	removeAll func(string) error
 	logger    *logrus.Entry
+	// hwCheckpoints loses the entry of each partition whose directory is
+	// discarded (nil: none).
+	hwCheckpoints *storage.HighWatermarkCheckpoints
 
 	mu      sync.Mutex
 	queue   []string // tombstone paths
@@ -86,6 +103,9 @@ func (r *dirRemover) discard(dir string) error {
 			return nil
 		}
 		return fmt.Errorf("discard %s: %w", dir, err)
+	}
+	if key, ok := keyOfDir(name); ok && r.hwCheckpoints != nil {
+		r.hwCheckpoints.Remove(key.topic, key.partition)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

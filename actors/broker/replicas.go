@@ -141,6 +141,7 @@ func (b *Broker) replicaConfig(t *messages.TopicMetadata, p *messages.PartitionS
 		return replica.Config{}, err
 	}
 	scfg.FS = b.cfg.LogFS
+	scfg.HighWatermarks = b.hwCheckpoints.Slot(t.Name, p.Partition)
 	health := b.health
 	scfg.OnFail = func(err error) { health.logFailed(key, err) }
 	var follow *actor.PID
@@ -288,12 +289,16 @@ func (b *Broker) onDrain(ctx actor.Context) {
 		futures = append(futures, ctx.PoisonFuture(r.pid))
 		delete(b.replicas, key)
 	}
-	root, logger := ctx.ActorSystem().Root, b.logger
+	root, logger, hwCheckpoints := ctx.ActorSystem().Root, b.logger, b.hwCheckpoints
 	go func() {
 		for _, f := range futures {
 			if err := f.Wait(); err != nil {
 				logger.WithError(err).Warn("waiting for a replica to drain")
 			}
+		}
+		// The replicas stored their last high watermarks as they stopped.
+		if err := hwCheckpoints.Flush(); err != nil {
+			logger.WithError(err).Error("writing the shared high-watermark checkpoint after the drain failed")
 		}
 		if sender != nil {
 			root.Send(sender, &Drained{})

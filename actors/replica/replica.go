@@ -427,7 +427,10 @@ func (r *Replica) assumeRole(ctx actor.Context) bool {
 
 // HighWatermarkCheckpointInterval is how often a replica checkpoints its
 // high watermark when it moved (Kafka's
-// replica.high.watermark.checkpoint.interval.ms).
+// replica.high.watermark.checkpoint.interval.ms). With the broker's shared
+// checkpoint (storage.Config.HighWatermarks) checkpointing is a store in
+// the data dir's table, which the broker writes once per interval for
+// every partition; without it, a write of the log's own file.
 const HighWatermarkCheckpointInterval = 5 * time.Second
 
 // checkpointedHighWatermark is the high watermark the log last
@@ -436,7 +439,8 @@ func (r *Replica) checkpointedHighWatermark() int64 {
 	return min(max(r.log.HighWatermarkCheckpoint(), r.log.LogStartOffset()), r.log.LogEndOffset())
 }
 
-// checkpointHighWatermark writes the high watermark if it moved.
+// checkpointHighWatermark checkpoints the high watermark if it moved
+// (storage.Log.WriteHighWatermark).
 func (r *Replica) checkpointHighWatermark() {
 	if r.log == nil || r.log.HighWatermarkCheckpoint() == r.hw {
 		return

@@ -33,6 +33,7 @@ import (
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 )
 
 var binPath, clusterBinPath string
@@ -550,8 +551,14 @@ func TestSIGKILLDuringAcks1Production(t *testing.T) {
 		}
 		return nil
 	})
+	// The shared high-watermark checkpoint has caught up with 20,000
+	// (written every 5 s): after the kill it is whole and holds as much.
+	poll.Until(t, 15*time.Second, func() error { return sharedHighWatermarksAtLeast(t, dir, "durable", 20000) })
 	if code := h.stop(syscall.SIGKILL); code != -int(syscall.SIGKILL) {
 		t.Fatalf("host did not die by SIGKILL: %d", code)
+	}
+	if err := sharedHighWatermarksAtLeast(t, dir, "durable", 20000); err != nil {
+		t.Fatalf("after SIGKILL: %v", err)
 	}
 	close(stop)
 	wg.Wait()
@@ -572,7 +579,13 @@ func TestSIGKILLDuringAcks1Production(t *testing.T) {
 	order := map[int32][]string{0: append([]string(nil), ackedOrder[0]...), 1: append([]string(nil), ackedOrder[1]...)}
 	mu.Unlock()
 
+	checkpointed := sharedHighWatermarks(t, dir)
 	h.start()
+	for p, end := range h.endOffsets("durable") {
+		if hw := checkpointed[storage.TopicPartition{Topic: "durable", Partition: int32(p)}]; hw > end {
+			t.Fatalf("durable-%d: checkpointed high watermark %d above the recovered log end %d", p, hw, end)
+		}
+	}
 	recs := h.consumeAll("durable", int(sum(h.endOffsets("durable"))))
 	byPart := map[int32][]string{}
 	for _, r := range recs {
@@ -719,6 +732,10 @@ func TestTopicsSurviveRestartAndDeleteRemovesData(t *testing.T) {
 	if code := h.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
+	// A clean stop writes the shared high-watermark checkpoint.
+	if hw, ok := sharedHighWatermarks(t, dir)[storage.TopicPartition{Topic: "gone", Partition: 0}]; !ok || hw != 2 {
+		t.Fatalf("gone-0 in the shared high-watermark checkpoint after a clean stop: %d (%v), want 2", hw, ok)
+	}
 	h.start()
 	if out := h.mustCLI("", "topics", "list"); out != "gone\nkeep\n" {
 		t.Fatalf("topics after restart: %q", out)
@@ -730,6 +747,9 @@ func TestTopicsSurviveRestartAndDeleteRemovesData(t *testing.T) {
 	poll.Until(t, 20*time.Second, func() error {
 		if _, err := os.Stat(filepath.Join(dir, "gone-0")); !os.IsNotExist(err) {
 			return fmt.Errorf("deleted topic's log still on disk (stat: %v)", err)
+		}
+		if hw, ok := sharedHighWatermarks(t, dir)[storage.TopicPartition{Topic: "gone", Partition: 0}]; ok {
+			return fmt.Errorf("deleted gone-0 still in the shared high-watermark checkpoint (at %d)", hw)
 		}
 		return nil
 	})
