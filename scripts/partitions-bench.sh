@@ -32,7 +32,10 @@
 # N (500000), SIZE (100), PARTS (1000), PRODUCERS (4), KEYS (100000),
 # LAT_RATE (20000), LAT_N (200000; 0 skips the fixed-rate runs),
 # PARTITIONS (1), MEMORY (1), MEM_N (500000), STEADY (10m; Go-style s/m/h),
-# STEADY_RATE (2000), STEADY_SAMPLE (10), BASE_PORT (19960; the host uses
+# STEADY_RATE (2000), STEADY_SAMPLE (10), STEADY_TOPIC_FLAGS (none; e.g.
+# "--config segment.bytes=33554432" so segments roll during the run: the
+# active segment's index, the one kept in memory, grows until its segment
+# rolls), BASE_PORT (19960; the host uses
 # BASE_PORT..+3).
 #
 # RSS and descriptors come from /proc/PID/status (VmRSS, VmHWM, RssAnon,
@@ -56,6 +59,7 @@ MEM_N="${MEM_N:-500000}"
 STEADY="${STEADY:-10m}"
 STEADY_RATE="${STEADY_RATE:-2000}"
 STEADY_SAMPLE="${STEADY_SAMPLE:-10}"
+STEADY_TOPIC_FLAGS="${STEADY_TOPIC_FLAGS:-}"
 LAT_RATE="${LAT_RATE:-20000}"
 LAT_N="${LAT_N:-200000}"
 BP="${BASE_PORT:-19960}"
@@ -244,7 +248,8 @@ if [[ "${MEMORY}" == 1 ]]; then
 	stop_host
 	start_host steady
 	topic="steady-$(date +%s)"
-	al topics create "${topic}" --partitions 3 >/dev/null
+	# shellcheck disable=SC2086 # STEADY_TOPIC_FLAGS is a list of flags
+	al topics create "${topic}" --partitions 3 ${STEADY_TOPIC_FLAGS} >/dev/null
 	start_sampler "${OUT}/steady.mem.txt" "${STEADY_SAMPLE}"
 	al perf produce --topic "${topic}" --num-records "${steady_n}" --record-size 1024 \
 		--throughput "${STEADY_RATE}" >"${OUT}/steady.produce.txt"
