@@ -173,7 +173,6 @@ type inflight struct {
 	tp     TopicPartition
 	leader *actor.PID
 	epoch  int32 // the leader epoch it was sent under
-	sentAt time.Time
 }
 
 // producerActor is the actor; create it with ActorProps.
@@ -702,6 +701,6 @@ func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
 		p.deliver(ctx, p.core.Accumulator.Complete(b.ID, -1, nil))
 		return
 	}
-	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, epoch: epoch, sentAt: now}
+	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, epoch: epoch}
 	ctx.Request(leader, req)
 }

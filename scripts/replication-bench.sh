@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# replication-bench.sh: issue 15's goal 4. Builds actorlog, starts three
+# hosts on loopback (one etcd cluster of three voters), creates a
+# 3-partition topic with replication factor 1 and one with replication
+# factor 3 (min.insync.replicas 2), and runs ROUNDS alternating rounds
+# (round r starts with the other topic than round r-1) of `actorlog perf
+# produce --num-records N --record-size SIZE` (defaults otherwise: acks=all,
+# idempotent) against each; then LAT_N records at LAT_RATE records/s to the
+# replication-factor-3 topic. Prints every run, the medians, the ratio
+# RF=3 / RF=1 (goal >= 0.50) and the fixed-rate p99 (goal <= 10 ms).
+#
+#   scripts/replication-bench.sh              # about 3 minutes
+#
+# Settings (environment): OUT (/tmp/actorlog-replication-bench), ROUNDS (3),
+# N (1000000), SIZE (100), LAT_RATE (50000), LAT_N (500000; 0 skips it),
+# BASE_PORT (29000: host i listens on BASE_PORT+100*i, its etcd on +1 and
+# +2, its HTTP on +80). Only the hosts it started are stopped (by pid).
+# The numbers mean something only on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="${PATH}:/usr/local/go/bin"
+
+OUT="${OUT:-/tmp/actorlog-replication-bench}"
+ROUNDS="${ROUNDS:-3}"
+N="${N:-1000000}"
+SIZE="${SIZE:-100}"
+LAT_RATE="${LAT_RATE:-50000}"
+LAT_N="${LAT_N:-500000}"
+BASE_PORT="${BASE_PORT:-29000}"
+
+rm -rf "${OUT}"
+mkdir -p "${OUT}"
+bin="${OUT}/actorlog"
+
+echo "== build"
+go build -o "${bin}" ./cmd/actorlog
+
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+
+pids=()
+stop_hosts() {
+	for p in "${pids[@]}"; do
+		kill -TERM "${p}" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "${p}" 2>/dev/null || true
+	done
+	pids=()
+}
+trap stop_hosts EXIT
+
+port() { echo $((BASE_PORT + 100 * $1 + $2)); }
+cluster=""
+for i in 1 2 3; do
+	cluster+="${cluster:+,}host${i}=http://127.0.0.1:$(port "${i}" 1)"
+done
+for i in 1 2 3; do
+	"${bin}" --log-level warn host --name "host${i}" --data-dir "${OUT}/host-${i}" \
+		--listen "127.0.0.1:$(port "${i}" 0)" --http "127.0.0.1:$(port "${i}" 80)" --kafka-listen "" \
+		--etcd-peer "127.0.0.1:$(port "${i}" 1)" --etcd-client "127.0.0.1:$(port "${i}" 2)" \
+		--initial-cluster "${cluster}" >"${OUT}/host-${i}.log" 2>&1 &
+	pids+=("$!")
+done
+for i in 1 2 3; do
+	wait_healthy "127.0.0.1:$(port "${i}" 80)" "${OUT}/host-${i}.log" "${pids[$((i - 1))]}"
+done
+
+machine_info "${OUT}" cmd/actorlog storage actors/replica actors/producer actors/client
+
+al() { "${bin}" --bootstrap "127.0.0.1:$(port 1 0),127.0.0.1:$(port 2 0)" "$@"; }
+al topics create rf1 --partitions 3 --replication-factor 1 >/dev/null
+al topics create rf3 --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null
+
+: >"${OUT}/results.txt"
+for r in $(seq 1 "${ROUNDS}"); do
+	order="rf1 rf3"
+	if ((r % 2 == 0)); then
+		order="rf3 rf1"
+	fi
+	for topic in ${order}; do
+		echo "-- ${topic} round ${r}; $(uptime)"
+		al perf produce --topic "${topic}" --num-records "${N}" --record-size "${SIZE}" >"${OUT}/${topic}-${r}.txt"
+		read -r rps p99 <<<"$(perf_summary "${OUT}/${topic}-${r}.txt")"
+		echo "${topic} ${rps} ${p99}" | tee -a "${OUT}/results.txt"
+	done
+done
+
+median() { # TOPIC
+	awk -v t="$1" '$1 == t { print $2 }' "${OUT}/results.txt" | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+m1="$(median rf1)"
+m3="$(median rf3)"
+
+lat=""
+if [[ "${LAT_N}" -gt 0 ]]; then
+	echo "-- rf3 at ${LAT_RATE} records/s; $(uptime)"
+	al perf produce --topic rf3 --num-records "${LAT_N}" --record-size "${SIZE}" \
+		--throughput "${LAT_RATE}" >"${OUT}/rf3-rate.txt"
+	lat="$(grep '99th' "${OUT}/rf3-rate.txt" | tail -1)"
+fi
+
+{
+	echo
+	echo "| 3 hosts, 3 partitions, ${SIZE} B, acks=all | records/s (median of ${ROUNDS}) |"
+	echo "|---|---|"
+	echo "| replication factor 1 | ${m1} |"
+	echo "| replication factor 3, min.insync.replicas 2 | ${m3} |"
+	echo
+	awk -v a="${m3}" -v b="${m1}" 'BEGIN { printf "ratio RF=3 / RF=1: %.2f (goal >= 0.50)\n", a / b }'
+	if [[ -n "${lat}" ]]; then
+		echo "RF=3 at ${LAT_RATE} records/s: ${lat} (goal: p99 <= 10 ms)"
+	fi
+} | tee "${OUT}/summary.md"
+echo "== done; results in ${OUT}"
