@@ -56,3 +56,22 @@ stop_host() {
 perf_summary() { # FILE
 	grep '99th' "$1" | tail -1 | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
 }
+
+# pids and stop_pids: a script's several background processes (hosts);
+# stop_pids stops them all (SIGTERM) and waits for them.
+pids=()
+stop_pids() {
+	for p in "${pids[@]}"; do
+		kill -TERM "${p}" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "${p}" 2>/dev/null || true
+	done
+	pids=()
+}
+
+# median_values: the median of the numbers on stdin, one per line (0 when
+# there are none).
+median_values() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}

@@ -117,12 +117,10 @@ for r in $(seq 1 "${ROUNDS}"); do
 done
 
 median() { # MODE FIELD -> median of FIELD over MODE's rounds
-	awk -v m="$1" -v f="$2" '$1 == m { print $f }' "${OUT}/results.txt" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	awk -v m="$1" -v f="$2" '$1 == m { print $f }' "${OUT}/results.txt" | median_values
 }
 cleaner_mbs() { # median over the cleaner-on rounds of bytes/seconds
-	awk '$1 == "on" && $8 > 0 { print $7 / $8 / 1e6 }' "${OUT}/results.txt" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	awk '$1 == "on" && $8 > 0 { print $7 / $8 / 1e6 }' "${OUT}/results.txt" | median_values
 }
 {
 	echo "== medians over ${ROUNDS} rounds each (${OUT}/results.txt)"

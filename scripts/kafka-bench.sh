@@ -46,19 +46,9 @@ echo "== build"
 go build -o "${bin}" ./cmd/actorlog
 go build -o "${kb}" ./cmd/kafkabench
 
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -TERM "${p}" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "${p}" 2>/dev/null || true
-	done
-}
-trap cleanup EXIT
-
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
+trap stop_pids EXIT
 
 # The 1-host target: listen BP, etcd BP+1/+2, HTTP BP+3, Kafka BP+4.
 one_http="127.0.0.1:$((BP + 3))"

@@ -38,17 +38,7 @@ go build -o "${bin}" ./cmd/actorlog
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 
-pids=()
-stop_hosts() {
-	for p in "${pids[@]}"; do
-		kill -TERM "${p}" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "${p}" 2>/dev/null || true
-	done
-	pids=()
-}
-trap stop_hosts EXIT
+trap stop_pids EXIT
 
 port() { echo $((BASE_PORT + 100 * $1 + $2)); }
 cluster=""
@@ -87,8 +77,7 @@ for r in $(seq 1 "${ROUNDS}"); do
 done
 
 median() { # TOPIC
-	awk -v t="$1" '$1 == t { print $2 }' "${OUT}/results.txt" | sort -g |
-		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	awk -v t="$1" '$1 == t { print $2 }' "${OUT}/results.txt" | median_values
 }
 m1="$(median rf1)"
 m3="$(median rf3)"

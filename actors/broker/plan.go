@@ -370,14 +370,22 @@ func admitReplicas(candidates []tp, running func(tp) bool, capacity int) ([]tp, 
 // topicOfDir returns the topic part of a partition directory's name
 // ("<topic>-<partition>"), or "" when it has none.
 func topicOfDir(dir string) string {
+	key, _ := keyOfDir(dir)
+	return key.topic
+}
+
+// keyOfDir returns the partition a partition directory's name
+// ("<topic>-<partition>") stands for.
+func keyOfDir(dir string) (tp, bool) {
 	i := strings.LastIndexByte(dir, '-')
 	if i < 0 {
-		return ""
+		return tp{}, false
 	}
-	if _, err := strconv.ParseUint(dir[i+1:], 10, 31); err != nil {
-		return ""
+	n, err := strconv.ParseUint(dir[i+1:], 10, 31)
+	if err != nil {
+		return tp{}, false
 	}
-	return dir[:i]
+	return tp{dir[:i], int32(n)}, true
 }
 
 // partitionOfDir returns the partition of t whose directory is named dir

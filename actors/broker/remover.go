@@ -44,20 +44,6 @@ func isTombstone(name string) bool {
 	return err == nil && n > math.MaxInt32
 }
 
-// keyOfDir returns the partition a partition directory's name
-// ("<topic>-<partition>") stands for.
-func keyOfDir(name string) (tp, bool) {
-	topic := topicOfDir(name)
-	if topic == "" {
-		return tp{}, false
-	}
-	p, err := strconv.ParseInt(name[len(topic)+1:], 10, 32)
-	if err != nil {
-		return tp{}, false
-	}
-	return tp{topic, int32(p)}, true
-}
-
 // dirRemover removes tombstones of one data dir on a goroutine of its own,
 // one at a time (a removal competes with the logs for the disk), started
 // when there is work and ended when there is none. Safe for concurrent
