@@ -61,6 +61,33 @@ const (
 	KeepaliveMinTime = 10 * time.Second
 )
 
+// Flow control and buffering of the remote's connections, both as server
+// and as dialer (issue 15). protoactor carries every request and answer
+// between two processes on one gRPC stream, so that stream's HTTP/2 window
+// bounds the bytes in flight between them. grpc-go starts at 64 KiB and
+// grows the window from its bandwidth-delay estimate, which on a fast link
+// (loopback, a LAN) stays small: a 1 MiB produce request or a 4 MiB fetch
+// answer crossed in many window-update round trips, and `perf produce` and
+// `perf consume` at 1 KiB ran at about half the speed they reach with a
+// static window (scripts/bench.sh, README). A static window of the
+// estimator's own ceiling (16 MiB, grpc-go's bdpLimit) keeps the bound on
+// what a peer can make a process buffer per connection where it was, and
+// lets a stream carry that much without waiting.
+const (
+	// FlowControlWindow is the initial (and static) HTTP/2 window of each
+	// stream and of each connection.
+	FlowControlWindow = 16 << 20
+	// WriteBufferSize is how much grpc-go gathers before a write(2)
+	// (default 32 KiB: 32 system calls per MiB sent). The buffer is shared
+	// (grpc.SharedWriteBuffer): a connection takes one from a pool while it
+	// writes and returns it after, so idle connections hold none.
+	WriteBufferSize = 1 << 20
+	// ReadBufferSize is each connection's read buffer (default 32 KiB). It
+	// is held for the connection's life: at the default connection limit
+	// (512) 64 MiB in all.
+	ReadBufferSize = 128 << 10
+)
+
 // RemoteOption adjusts the configuration RemoteConfig returns.
 type RemoteOption func(*remoteOptions)
 
@@ -144,9 +171,13 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 			}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
 			grpc.ForceServerCodecV2(remoteCodec{}), // large envelopes not copied (remotecodec.go)
+			grpc.InitialWindowSize(FlowControlWindow), grpc.InitialConnWindowSize(FlowControlWindow),
+			grpc.WriteBufferSize(WriteBufferSize), grpc.SharedWriteBuffer(true), grpc.ReadBufferSize(ReadBufferSize),
 		),
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(dialCreds),
+			grpc.WithInitialWindowSize(FlowControlWindow), grpc.WithInitialConnWindowSize(FlowControlWindow),
+			grpc.WithWriteBufferSize(WriteBufferSize), grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(ReadBufferSize),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage),
 				grpc.ForceCodecV2(remoteCodec{})),
 		),
