@@ -19,7 +19,9 @@
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
 #             consume` are another actorlog binary's (an older build,
 #             e.g. of `git archive HEAD`), with its own defaults, against
-#             the same host;
+#             the same host; with BEFORE_HOST=1 against a second host
+#             of that binary too (a change on both sides of the remote,
+#             e.g. its transport settings, is measured whole);
 # then, alternating too, the latency run: `actorlog perf produce
 # --throughput RATE` for LAT_N records of LAT_SIZE bytes (p99 as perf
 # prints it, whole ms; also with BEFORE_BIN) and kgo at the same rate
@@ -32,11 +34,13 @@
 #   OLD=1 scripts/bench.sh                  # also the previous batching
 #   git archive HEAD | tar -x -C /tmp/head && (cd /tmp/head && go build -o /tmp/actorlog-head ./cmd/actorlog)
 #   BEFORE_BIN=/tmp/actorlog-head scripts/bench.sh   # also HEAD's client
+#   BEFORE_HOST=1 BEFORE_BIN=/tmp/actorlog-head scripts/bench.sh   # HEAD's client and host
 #
 # Settings (environment): OUT (/tmp/actorlog-bench), ROUNDS (3), N
 # (1000000 records per throughput run), SIZES (100,1024), RATE (1000),
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
-# BEFORE_BIN (none),
+# BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
+# BASE_PORT+10..+13),
 # CONSUME (1), LATENCY (1), BASE_PORT (19940; the host uses
 # BASE_PORT..+3).
 #
@@ -55,6 +59,7 @@ LAT_N="${LAT_N:-10000}"
 LAT_SIZE="${LAT_SIZE:-100}"
 OLD="${OLD:-0}"
 BEFORE_BIN="${BEFORE_BIN:-}"
+BEFORE_HOST="${BEFORE_HOST:-0}"
 CONSUME="${CONSUME:-1}"
 LATENCY="${LATENCY:-1}"
 BP="${BASE_PORT:-19940}"
@@ -71,18 +76,30 @@ go build -o "${kb}" ./cmd/kafkabench
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-trap stop_host EXIT
+trap 'stop_host; stop_pids' EXIT
 
 "${bin}" --log-level warn host --data-dir "${OUT}/host.data" --listen "${listen}" \
 	--http "${http}" --kafka-listen "" >"${OUT}/host.log" 2>&1 &
 host_pid="$!"
 wait_healthy "${http}" "${OUT}/host.log" "${host_pid}"
 
+# before_listen: where the before target's runs go (its own host with
+# BEFORE_HOST=1, else the same host).
+before_listen="${listen}"
+if [[ -n "${BEFORE_BIN}" && "${BEFORE_HOST}" == 1 ]]; then
+	before_listen="127.0.0.1:$((BP + 10))"
+	"${BEFORE_BIN}" --log-level warn host --data-dir "${OUT}/before-host.data" --listen "${before_listen}" \
+		--http "127.0.0.1:$((BP + 13))" --kafka-listen "" >"${OUT}/before-host.log" 2>&1 &
+	pids+=("$!")
+	wait_healthy "127.0.0.1:$((BP + 13))" "${OUT}/before-host.log" "$!"
+fi
+
 machine_info "${OUT}" actors/producer cmd/actorlog cmd/kafkabench
 
-al() { "${bin}" --bootstrap "${listen}" "$@"; }
+target_listen="${listen}" # the host the next runs go to (see BEFORE_HOST)
+al() { "${bin}" --bootstrap "${target_listen}" "$@"; }
 client="${bin}"  # the binary whose perf produce/consume runs (see BEFORE_BIN)
-cl() { "${client}" --bootstrap "${listen}" "$@"; }
+cl() { "${client}" --bootstrap "${target_listen}" "$@"; }
 
 # results.txt: one line per run: WORKLOAD TARGET ROUND VALUE, VALUE in
 # records/s, or p99 in ms for latency workloads.
@@ -146,9 +163,9 @@ for size in ${SIZES//,/ }; do
 			actorlog) actorlog_run actorlog "${size}" "${r}" ;;
 			old) actorlog_run old "${size}" "${r}" --batch-size 16384 --linger 5ms ;;
 			before)
-				client="${BEFORE_BIN}"
+				client="${BEFORE_BIN}" target_listen="${before_listen}"
 				actorlog_run before "${size}" "${r}"
-				client="${bin}"
+				client="${bin}" target_listen="${listen}"
 				;;
 			kfake) kfake_run "${size}" "${r}" ;;
 			esac
@@ -180,17 +197,17 @@ if [[ "${LATENCY}" == 1 ]]; then
 		[[ -n "${BEFORE_BIN}" ]] && order+=(before)
 		for t in "${order[@]}"; do
 			if [[ "${t}" != kfake ]]; then
-				client="${bin}"
-				[[ "${t}" == before ]] && client="${BEFORE_BIN}"
+				client="${bin}" target_listen="${listen}"
+				[[ "${t}" == before ]] && client="${BEFORE_BIN}" target_listen="${before_listen}"
 				topic="$(new_topic)"
 				f="${OUT}/latency-${t}-${r}.txt"
 				cl perf produce --topic "${topic}" --num-records "${LAT_N}" --record-size "${LAT_SIZE}" \
 					--throughput "${RATE}" >"${f}"
-				client="${bin}"
 				read -r rps p99 <<<"$(perf_summary "${f}")"
 				record "p99ms@${RATE}/s" "${t}" "${r}" "${p99}"
 				record "rate@${RATE}/s" "${t}" "${r}" "${rps}"
 				al topics delete "${topic}" >/dev/null
+				client="${bin}" target_listen="${listen}"
 			else
 				f="${OUT}/latency-kfake-${r}.txt"
 				"${kb}" --kfake --skip produce --rate "${RATE}" --duration "${secs}s" \

@@ -7,10 +7,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"math/rand"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 )
 
 func TestSmokeKfake(t *testing.T) {
@@ -130,5 +133,26 @@ func TestHostCPU(t *testing.T) {
 	}
 	if _, err := cpuTime([]int{1 << 30}); err == nil {
 		t.Error("cpuTime of a missing pid: no error")
+	}
+}
+
+// TestRecordValuesAreIncompressible: the values of a batch's worth of
+// consecutive records do not shrink under snappy, kgo's default codec
+// (its encoder, s2.EncodeSnappy, finds matches across the whole batch), so
+// kfake stores and serves as many bytes as actorlog does. (With the old
+// 64 KiB pool 1 KiB records compressed about 5 times.)
+func TestRecordValuesAreIncompressible(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	pool := make([]byte, 1024+payloadSpan)
+	rng.Read(pool)
+	for _, size := range []int{100, 1024, 10 << 10} {
+		var batch []byte
+		for i := 0; len(batch) < 1<<20; i++ {
+			batch = append(batch, recordValue(pool, i, size)...)
+		}
+		z := s2.EncodeSnappy(nil, batch) // kgo's snappy encoder
+		if ratio := float64(len(z)) / float64(len(batch)); ratio < 0.99 {
+			t.Errorf("%d-byte values: snappy keeps %.2f of a 1 MiB batch, want incompressible", size, ratio)
+		}
 	}
 }
