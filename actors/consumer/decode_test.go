@@ -1,0 +1,63 @@
+// decode_test.go: decode sizes its slice of messages from the batches'
+// record counts (recordCountHint), which a forged count cannot inflate.
+
+package consumer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// batchOfN is a batch of n records at base, values "v<i>".
+func batchOfN(t *testing.T, base int64, n int) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	b, err := record.BuildBatch(record.CompressionNone, recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record.SetBaseOffset(b, base)
+	return b
+}
+
+func TestDecodeSizesItsSliceOnce(t *testing.T) {
+	var buf []byte
+	buf = append(buf, batchOfN(t, 0, 3)...)
+	buf = append(buf, batchOfN(t, 3, 40)...)
+	buf = append(buf, batchOfN(t, 43, 7)...)
+	whole := len(buf)
+	buf = append(buf, batchOfN(t, 50, 9)[:30]...) // a partial trailing batch
+	if got := recordCountHint(buf); got != 50 {
+		t.Fatalf("recordCountHint = %d, want 50", got)
+	}
+	out, next, _, err := decode(&messages.FetchResponse{Topic: "t", Records: buf}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 50 || cap(out) != 50 || next != 50 {
+		t.Fatalf("decode: %d messages in a slice of capacity %d, next %d; want 50, 50, 50", len(out), cap(out), next)
+	}
+	if got := recordCountHint(buf[:whole-1]); got != 43 {
+		t.Fatalf("recordCountHint without the last byte = %d, want 43", got)
+	}
+}
+
+// TestRecordCountHintForgedCount: a header claiming 2^31-1 records asks for
+// no more than its bytes could hold.
+func TestRecordCountHintForgedCount(t *testing.T) {
+	b := batchOfN(t, 0, 2)
+	binary.BigEndian.PutUint32(b[57:], 1<<31-1) // the record count field
+	if got, limit := recordCountHint(b), len(b)/minRecordBytes; got > limit {
+		t.Fatalf("recordCountHint = %d for a forged count, want at most %d", got, limit)
+	}
+	if got := recordCountHint([]byte("garbage that is no batch header at all, long enough to parse as one...")); got != 0 {
+		t.Fatalf("recordCountHint(garbage) = %d, want 0", got)
+	}
+}
