@@ -12,6 +12,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -103,7 +104,9 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 		return nil, fmt.Errorf("%w: segment %d: batch at %d runs past the segment end", ErrCorruptLog, s.base, pos)
 	}
 	n := int(min(int64(max(maxBytes, first)), end-pos))
-	buf := make([]byte, n)
+	// A frame: a fetch answer carrying these bytes is encoded for the
+	// remote without copying them (internal/frame, messages/framed.go).
+	buf := frame.Alloc(n)
 	if m, err := f.ReadAt(buf, pos); m < n {
 		return nil, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
 	}

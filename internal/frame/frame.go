@@ -1,0 +1,81 @@
+// Package frame allocates byte slices with room for a message header in
+// front of them, so that a large payload read once (records read from a log
+// for a fetch answer) can be sent inside an encoded message without being
+// copied into a second buffer (issue 15: protoactor's endpoint writer
+// proto.Marshal-ed every fetch answer into a fresh buffer, a copy and an
+// allocation of every byte served, ~18 % of a host's CPU while serving
+// consumers, plus the garbage collection the allocations caused).
+//
+// Alloc(n) returns b, len n, inside one allocation laid out as
+//
+//	[Headroom bytes][b: n bytes][trailer]
+//
+// with cap(b) reaching the end of the trailer. The trailer holds a random
+// per-process tag and the allocation's address, so Of(b) recognises a slice
+// Alloc made — and still starting where Alloc's did — from b alone, and
+// then gives back the whole allocation, headroom included. Anything else
+// (a slice of another origin, a re-sliced or appended-to one: an append
+// within the capacity overwrites the trailer) is not recognised, and the
+// caller falls back to copying. Reaching the headroom goes below b's first
+// byte with unsafe pointer arithmetic, which stays inside the allocation b
+// keeps alive.
+//
+// The headroom is written by the one sender that encodes the message; a
+// frame must therefore travel in one message only (a fetch answer's records
+// are read for that answer alone).
+package frame
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"unsafe"
+)
+
+// Headroom is the room in front of an allocated slice: enough for the
+// fields of a fetch answer other than its records (a topic name of at most
+// 249 bytes and a handful of integers) and the records' tag and length.
+const Headroom = 512
+
+// trailerLen is the tag (16 bytes) and the allocation's address (8 bytes).
+const trailerLen = 16 + 8
+
+// tag is this process's random trailer tag.
+var tag = func() (t [16]byte) {
+	if _, err := rand.Read(t[:]); err != nil {
+		panic("frame: no randomness for the trailer tag: " + err.Error())
+	}
+	return t
+}()
+
+// Alloc returns a zeroed slice of n bytes with Headroom bytes in front of
+// it that Of can reach (see the package comment).
+func Alloc(n int) []byte {
+	whole := make([]byte, Headroom+n+trailerLen)
+	t := whole[Headroom+n:]
+	copy(t, tag[:])
+	binary.LittleEndian.PutUint64(t[16:], uint64(uintptr(unsafe.Pointer(&whole[0]))))
+	return whole[Headroom : Headroom+n : len(whole)]
+}
+
+// Of returns the Headroom bytes in front of b followed by b itself (one
+// slice, len Headroom+len(b)), if b is a slice Alloc returned (shortened
+// or not, never moved or appended to); ok is false otherwise.
+func Of(b []byte) (withHead []byte, ok bool) {
+	c := cap(b)
+	if c < trailerLen {
+		return nil, false
+	}
+	full := b[:c]
+	t := full[c-trailerLen:]
+	if [16]byte(t[:16]) != tag {
+		return nil, false
+	}
+	start := uintptr(binary.LittleEndian.Uint64(t[16:]))
+	if start+Headroom != uintptr(unsafe.Pointer(unsafe.SliceData(full))) {
+		return nil, false
+	}
+	// b's first byte is Headroom bytes into the allocation that holds the
+	// trailer (its recorded address matches): the headroom is that
+	// allocation's first Headroom bytes, and b follows it.
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(full)), -Headroom)), Headroom+len(b)), true
+}

@@ -1,0 +1,92 @@
+// framed_test.go: a FetchResponse with framed records encodes, through
+// Serialize (protoactor's RootSerializable hook), to bytes that decode to
+// the same message, with the records not copied; any other response
+// encodes as proto.Marshal does.
+
+package messages
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/internal/frame"
+)
+
+// serialized runs the endpoint writer's steps: Serialize, then
+// proto.Marshal of what it returns, and the type name protoactor sends.
+func serialized(t *testing.T, m *FetchResponse) ([]byte, string) {
+	t.Helper()
+	rs, err := m.Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, ok := rs.(proto.Message)
+	if !ok {
+		t.Fatalf("Serialize returned %T, not a protobuf message", rs)
+	}
+	b, err := proto.Marshal(pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, string(proto.MessageName(pm))
+}
+
+func fullResponse(records []byte) *FetchResponse {
+	return &FetchResponse{
+		CorrelationId: 77, Topic: strings.Repeat("t", 249), Partition: 1<<31 - 1,
+		HighWatermark: -1, LastStableOffset: 1 << 62, LogStartOffset: 12345,
+		DivergingEpoch: &EpochEndOffset{Epoch: 4, EndOffset: 99},
+		LeaderEpoch:    -7, Records: records,
+	}
+}
+
+func TestFramedFetchResponseIsNotCopied(t *testing.T) {
+	recs := frame.Alloc(4096)
+	for i := range recs {
+		recs[i] = byte(i * 7)
+	}
+	recs = recs[:4000] // as a read that stopped before a partial batch
+	m := fullResponse(recs)
+	b, name := serialized(t, m)
+	if name != "actorlog.messages.FetchResponse" {
+		t.Fatalf("sent as %q", name)
+	}
+	if unsafe.SliceData(b[len(b)-len(recs):]) != unsafe.SliceData(recs) {
+		t.Fatal("the encoding does not end with the records themselves: they were copied")
+	}
+	got := &FetchResponse{}
+	if err := proto.Unmarshal(b, got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, m) {
+		t.Fatalf("decoded %v, want %v", got, m)
+	}
+	if want, _ := proto.Marshal(m); proto.Size(got) != len(want) {
+		t.Fatalf("framed encoding decodes to a message of %d bytes, proto.Marshal's %d", proto.Size(got), len(want))
+	}
+}
+
+// TestUnframedFetchResponseEncodesAsBefore: records of another origin, no
+// records, or fields that do not fit the headroom: proto.Marshal's bytes.
+func TestUnframedFetchResponseEncodesAsBefore(t *testing.T) {
+	big := fullResponse(frame.Alloc(100))
+	big.ErrorMessage = strings.Repeat("e", frame.Headroom)
+	for name, m := range map[string]*FetchResponse{
+		"plain records":        fullResponse([]byte("not a frame")),
+		"no records":           fullResponse(nil),
+		"re-sliced frame":      fullResponse(frame.Alloc(100)[1:]),
+		"fields over headroom": big,
+	} {
+		b, _ := serialized(t, m)
+		want, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != string(want) {
+			t.Errorf("%s: encoded %d bytes unlike proto.Marshal's %d", name, len(b), len(want))
+		}
+	}
+}
