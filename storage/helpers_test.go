@@ -217,6 +217,7 @@ type faultFS struct {
 	failSync  bool
 	readGate  chan struct{} // when set, ReadAt on .log files waits for it to close
 	reading   chan struct{} // signalled when a ReadAt starts waiting
+	logWrites int           // WriteAt calls on .log files
 }
 
 var errInjected = errors.New("injected fault")
@@ -243,7 +244,11 @@ type faultFile struct {
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
-	fail := f.fs.failWrite && len(f.name) > 4 && f.name[len(f.name)-4:] == ".log"
+	isLog := len(f.name) > 4 && f.name[len(f.name)-4:] == ".log"
+	fail := f.fs.failWrite && isLog
+	if isLog {
+		f.fs.logWrites++
+	}
 	f.fs.mu.Unlock()
 	if fail {
 		n, _ := f.File.WriteAt(p[:len(p)/2], off) // a torn write: half lands

@@ -31,6 +31,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -506,11 +507,11 @@ func (l *Log) fail(err error) error {
 	return l.writeErr
 }
 
-// parallelValidateBytes is the batch size from which Append checks an
+// ParallelValidateBytes is the batch size from which Append checks an
 // uncompressed batch's CRC and records on another core while it writes the
 // batch, publishing it only once both succeed. Below it the check runs
 // first.
-const parallelValidateBytes = 128 << 10
+const ParallelValidateBytes = 128 << 10
 
 // Append validates one producer batch, assigns it the next offsets and the
 // leader epoch (written into the header in place: batch is modified) and
@@ -545,7 +546,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	// The body check overlaps the write unless the batch is compressed,
 	// rolls the segment (a roll must not happen for a batch that turns out
 	// bad) or its CRC is about to be rewritten for LogAppendTime.
-	parallel := len(batch) >= parallelValidateBytes && !l.cfg.LogAppendTime &&
+	parallel := len(batch) >= ParallelValidateBytes && !l.cfg.LogAppendTime &&
 		h.Compression() == record.CompressionNone &&
 		!l.shouldRoll(l.segs[len(l.segs)-1], &h, len(batch))
 	if !parallel {
@@ -562,18 +563,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 			return l.duplicateInfo(batch, &h, orig, parallel)
 		}
 	}
-	base := l.leo.Load()
-	record.SetBaseOffset(batch, base)
-	record.SetLeaderEpoch(batch, leaderEpoch)
-	h.BaseOffset, h.LeaderEpoch = base, leaderEpoch
-	info := AppendInfo{FirstOffset: base, LastOffset: h.LastOffset(), LogAppendTime: -1, Bytes: len(batch), Batches: 1}
-	if l.cfg.LogAppendTime {
-		now := l.cfg.Now().UnixMilli()
-		record.SetLogAppendTime(batch, now)
-		h.MaxTimestamp = now
-		info.LogAppendTime = now
-	}
-	info.MaxTimestamp = h.MaxTimestamp
+	info := l.stamp(batch, &h, l.leo.Load(), leaderEpoch)
 	var check func() error
 	if parallel {
 		hc := h
@@ -589,6 +579,157 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	return info, nil
+}
+
+// stamp gives a checked batch (header h) its base offset and leader
+// epoch and, with LogAppendTime, the time, in the batch and in h, and
+// returns what its append will report.
+func (l *Log) stamp(batch []byte, h *record.Header, base int64, leaderEpoch int32) AppendInfo {
+	record.SetBaseOffset(batch, base)
+	record.SetLeaderEpoch(batch, leaderEpoch)
+	h.BaseOffset, h.LeaderEpoch = base, leaderEpoch
+	info := AppendInfo{FirstOffset: base, LastOffset: h.LastOffset(), LogAppendTime: -1, Bytes: len(batch), Batches: 1}
+	if l.cfg.LogAppendTime {
+		now := l.cfg.Now().UnixMilli()
+		record.SetLogAppendTime(batch, now)
+		h.MaxTimestamp = now
+		info.LogAppendTime = now
+	}
+	info.MaxTimestamp = h.MaxTimestamp
+	return info
+}
+
+// maxRunBytes bounds the bytes AppendMany gathers for one write.
+const maxRunBytes = 1 << 20
+
+// runBufs holds AppendMany's gathering buffers (one per call in progress,
+// not one per log: a host may have thousands of logs).
+var runBufs = sync.Pool{New: func() any { b := make([]byte, 0, maxRunBytes); return &b }}
+
+// AppendMany appends batches as many calls of Append would, one after the
+// other: each batch is checked, deduplicated and given its offsets as
+// Append does, and results[i] is what Append would have returned for
+// batches[i] (a refused batch does not stop the ones after it). What is
+// written is gathered into runs that go into the active segment without a
+// roll, each in one write: a leader with several small produce batches
+// queued pays one pwrite for them instead of one each. Batches of
+// ParallelValidateBytes or more are better appended alone (Append checks
+// them during their write). A write or flush that fails fails the log, and
+// every batch of the call not already refused gets that error, even one
+// written by an earlier run of the call.
+func (l *Log) AppendMany(batches [][]byte, leaderEpoch int32, results []AppendResult) []AppendResult {
+	results = slices.Grow(results[:0], len(batches))[:len(batches)]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		for i := range results {
+			results[i] = AppendResult{Err: err}
+		}
+		return results
+	}
+	bufp := runBufs.Get().(*[]byte)
+	defer runBufs.Put(bufp)
+	run := (*bufp)[:0]
+	var hs []record.Header
+	next := l.leo.Load()
+	// The run's segment as noteBatch will have left it: its size before
+	// the run, and the record time it was started with.
+	var runPos, runRollTS int64
+	flush := func() error {
+		for len(hs) > 0 {
+			n, size, err := l.appendRunLocked(run, hs)
+			if err != nil {
+				return err
+			}
+			run, hs = run[size:], hs[n:]
+		}
+		run = (*bufp)[:0]
+		return nil
+	}
+	var failed error
+	for i, batch := range batches {
+		if len(batch) > l.cfg.MaxMessageBytes {
+			results[i] = AppendResult{Err: fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(batch), l.cfg.MaxMessageBytes)}
+			continue
+		}
+		h, err := record.ValidateHeader(batch)
+		if err != nil {
+			results[i] = AppendResult{Err: fmt.Errorf("%w: %w", ErrInvalidBatch, err)}
+			continue
+		}
+		if err := l.checkRecords(batch, &h); err != nil {
+			results[i] = AppendResult{Err: err}
+			continue
+		}
+		if h.ProducerID >= 0 {
+			orig, dup, err := l.producers.check(&h)
+			if err != nil {
+				results[i] = AppendResult{Err: err}
+				continue
+			}
+			if dup {
+				info, err := l.duplicateInfo(batch, &h, orig, false)
+				results[i] = AppendResult{Info: info, Err: err}
+				continue
+			}
+		}
+		info := l.stamp(batch, &h, next, leaderEpoch)
+		// A batch that would roll the segment, or not fit the buffer,
+		// starts a new run; the roll is taken before its producer is
+		// tracked, so the producer snapshot taken at the roll holds only
+		// the batches below it.
+		if len(hs) > 0 && (len(run)+len(batch) > maxRunBytes ||
+			l.rollNeeded(l.segs[len(l.segs)-1], &h, runPos+int64(len(run)), runRollTS, len(batch))) {
+			if failed = flush(); failed != nil {
+				break
+			}
+		}
+		if len(hs) == 0 {
+			s := l.segs[len(l.segs)-1]
+			if l.shouldRoll(s, &h, len(batch)) {
+				if failed = l.rollLocked(next); failed != nil {
+					break
+				}
+				s = l.segs[len(l.segs)-1]
+			}
+			runPos, runRollTS = s.size.Load(), s.rollTS
+		}
+		if runRollTS < 0 {
+			runRollTS = h.MaxTimestamp
+		}
+		if len(batch) > cap(run)-len(run) {
+			// Only a batch larger than the buffer, alone in its run;
+			// its own buffer is not kept.
+			run = make([]byte, 0, len(batch))
+		}
+		run = append(run, batch...)
+		hs = append(hs, h)
+		if h.ProducerID >= 0 {
+			l.trackProducer(&h)
+		}
+		next = h.NextOffset()
+		results[i] = AppendResult{Info: info}
+	}
+	if failed == nil {
+		failed = flush()
+	}
+	if failed == nil {
+		failed = l.maybeFlushLocked()
+	}
+	if failed != nil {
+		for i := range results {
+			if results[i].Err == nil {
+				results[i] = AppendResult{Err: failed}
+			}
+		}
+	}
+	return results
+}
+
+// AppendResult is one batch's outcome in AppendMany.
+type AppendResult struct {
+	Info AppendInfo
+	Err  error
 }
 
 // checkRecords is Append's check of a batch's body (record.CheckRecords),
@@ -651,17 +792,19 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 		rest = rest[h.Size():]
 	}
 	info := AppendInfo{FirstOffset: hs[0].BaseOffset, LastOffset: next - 1, MaxTimestamp: -1, LogAppendTime: -1, Bytes: len(batches), Batches: len(hs)}
-	pos := 0
-	for i := range hs {
-		h := &hs[i]
-		if err := l.appendLocked(batches[pos:pos+h.Size()], h, nil); err != nil {
+	for rest := hs; len(rest) > 0; {
+		n, size, err := l.appendRunLocked(batches, rest)
+		if err != nil {
 			return AppendInfo{}, err
 		}
-		if h.ProducerID >= 0 {
-			l.trackProducer(h)
+		for i := range rest[:n] {
+			h := &rest[i]
+			if h.ProducerID >= 0 {
+				l.trackProducer(h)
+			}
+			info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
 		}
-		pos += h.Size()
-		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+		batches, rest = batches[size:], rest[n:]
 	}
 	if err := l.maybeFlushLocked(); err != nil {
 		return AppendInfo{}, err
@@ -723,11 +866,72 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 	return nil
 }
 
+// appendRunLocked writes the first batches of hs (headers final, frames
+// back to back at the start of batches) that go into the active segment
+// without a roll, rolling first if the first batch needs it, in one write:
+// a follower's fetch of many small batches costs one pwrite, not one each.
+// It returns how many batches it wrote and their bytes. As appendLocked: on
+// a failed write the bytes are cut and the log fails; the batches' leader
+// epochs are recorded before they become visible. Caller holds mu.
+func (l *Log) appendRunLocked(batches []byte, hs []record.Header) (int, int, error) {
+	s := l.segs[len(l.segs)-1]
+	if l.shouldRoll(s, &hs[0], hs[0].Size()) {
+		if err := l.rollLocked(hs[0].BaseOffset); err != nil {
+			return 0, 0, err
+		}
+		s = l.segs[len(l.segs)-1]
+	}
+	pos := s.size.Load()
+	// What noteBatch will have made of the segment when batch n comes.
+	rollTS := s.rollTS
+	if rollTS < 0 {
+		rollTS = hs[0].MaxTimestamp
+	}
+	n, size := 1, hs[0].Size()
+	for n < len(hs) && !l.rollNeeded(s, &hs[n], pos+int64(size), rollTS, hs[n].Size()) {
+		if rollTS < 0 {
+			rollTS = hs[n].MaxTimestamp
+		}
+		size += hs[n].Size()
+		n++
+	}
+	f, err := l.acquireLog(s) // nothing written yet: a failed reopen is not sticky
+	if err != nil {
+		return 0, 0, err
+	}
+	s.writes.Add(1)
+	if _, werr := f.WriteAt(batches[:size], pos); werr != nil {
+		terr := f.Truncate(pos)
+		s.fmu.RUnlock()
+		return 0, 0, l.fail(fmt.Errorf("write segment %d at %d (%d batches): %w", s.base, pos, n, errors.Join(werr, terr)))
+	}
+	s.fmu.RUnlock()
+	at := pos
+	for i := range hs[:n] {
+		h := &hs[i]
+		if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
+			return 0, 0, l.fail(err)
+		}
+		s.noteBatch(h, at, l.cfg.IndexIntervalBytes)
+		at += int64(h.Size())
+	}
+	s.size.Store(pos + int64(size))
+	l.leo.Store(hs[n-1].NextOffset())
+	return n, size, nil
+}
+
 func (l *Log) shouldRoll(s *segment, h *record.Header, n int) bool {
 	if s.empty() {
 		return false
 	}
-	if s.size.Load()+int64(n) > l.cfg.SegmentBytes {
+	return l.rollNeeded(s, h, s.size.Load(), s.rollTS, n)
+}
+
+// rollNeeded says whether a batch of n bytes with header h must start a
+// new segment after s, were s size bytes long (not empty) with first
+// record time rollTS.
+func (l *Log) rollNeeded(s *segment, h *record.Header, size, rollTS int64, n int) bool {
+	if size+int64(n) > l.cfg.SegmentBytes {
 		return true
 	}
 	if h.LastOffset()-s.base > math.MaxUint32 {
@@ -736,8 +940,8 @@ func (l *Log) shouldRoll(s *segment, h *record.Header, n int) bool {
 	// As Kafka: the age is measured in record time (the new batch's max
 	// timestamp minus the segment's first), falling back to wall-clock time
 	// since creation when records carry no timestamp.
-	age := h.MaxTimestamp - s.rollTS
-	if s.rollTS < 0 || h.MaxTimestamp < 0 {
+	age := h.MaxTimestamp - rollTS
+	if rollTS < 0 || h.MaxTimestamp < 0 {
 		age = l.cfg.Now().UnixMilli() - s.created
 	}
 	return age > l.cfg.SegmentAge.Milliseconds()

@@ -7,8 +7,11 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -568,7 +571,7 @@ func TestLargeBadBatchLeavesNoTrace(t *testing.T) {
 	want := appendBatches(t, l, record.CompressionNone, 1, 2, 5, 0)
 	recs := makeRecords(5, 3000, 0)
 	good := buildBatch(t, record.CompressionNone, recs)
-	if len(good) < parallelValidateBytes {
+	if len(good) < ParallelValidateBytes {
 		t.Fatalf("batch of %d bytes is below the parallel check size", len(good))
 	}
 	flipped := bytes.Clone(good)
@@ -597,4 +600,247 @@ func TestLargeBadBatchLeavesNoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRecords(t, readAllRecords(t, l, 0, 1<<20), append(want, recs...), 0)
+}
+
+// A follower appending a fetch of many batches writes each run of them
+// that fits its active segment in one write, and ends with the same files
+// as one appending them one at a time: same segments, same bytes, same
+// indexes.
+func TestAppendReplicatedWritesRunsAtOnce(t *testing.T) {
+	cfg := Config{SegmentBytes: 8 << 10, IndexIntervalBytes: 1 << 10}
+	leader := openLog(t, t.TempDir(), cfg)
+	want := appendBatches(t, leader, record.CompressionNone, 1, 60, 10, 1_000)
+	var all []byte
+	for off := int64(0); off < leader.LogEndOffset(); {
+		res, err := leader.Read(off, 1<<20, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, res.Records...)
+		for sc := record.Batches(res.Records); sc.Next(); {
+			h, err := record.CheckFrame(sc.Batch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = h.NextOffset()
+		}
+	}
+	bulkFS, singleFS := &faultFS{}, &faultFS{}
+	bulkCfg, singleCfg := cfg, cfg
+	bulkCfg.FS, singleCfg.FS = bulkFS, singleFS
+	bulkDir, singleDir := t.TempDir(), t.TempDir()
+	bulk, single := openLog(t, bulkDir, bulkCfg), openLog(t, singleDir, singleCfg)
+	if _, err := bulk.AppendReplicated(all); err != nil {
+		t.Fatal(err)
+	}
+	for sc := record.Batches(all); sc.Next(); {
+		if _, err := single.AppendReplicated(sc.Batch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := len(bulk.segs)
+	if segs < 5 {
+		t.Fatalf("%d segments; the test wants several rolls inside one fetch", segs)
+	}
+	if bulkFS.logWrites != segs || singleFS.logWrites != 60 {
+		t.Fatalf("writes to .log files: %d for one fetch of 60 batches over %d segments (want one per segment), %d one by one (want 60)",
+			bulkFS.logWrites, segs, singleFS.logWrites)
+	}
+	checkRecords(t, readAllRecords(t, bulk, 0, 1<<20), want, 0)
+	for _, l := range []*Log{bulk, single} {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameFiles(t, singleDir, bulkDir)
+}
+
+// AppendMany gives every batch what Append would have, one call after the
+// other: the same offsets, the same refusals (a corrupt batch, an
+// oversize one, a sequence gap, a retry of a batch earlier in the same
+// call answered as a duplicate), and the same files, in fewer writes.
+func TestAppendManyIsAppendOneByOne(t *testing.T) {
+	for _, appendTime := range []bool{false, true} {
+		t.Run(fmt.Sprintf("logAppendTime=%v", appendTime), func(t *testing.T) {
+			clock := time.UnixMilli(1_700_000_000_000)
+			cfg := Config{SegmentBytes: 6 << 10, IndexIntervalBytes: 1 << 10, MaxMessageBytes: 3 << 10,
+				LogAppendTime: appendTime, Now: func() time.Time { return clock }}
+			var batches [][]byte
+			seq := map[int64]int32{}
+			for i := 0; i < 80; i++ {
+				recs := makeRecords(uint64(i), 1+i%7, int64(1000+i*10))
+				var b []byte
+				switch i % 10 {
+				case 3: // an idempotent producer's next batch
+					pid := int64(7 + (i/10)%2)
+					b = idempotentBatch(t, record.CompressionNone, pid, 0, seq[pid], recs)
+					seq[pid] += int32(len(recs))
+				case 4: // the same batch again: a duplicate, in the same call as its original
+					b = slices.Clone(batches[len(batches)-1])
+				case 5: // a gap in the sequence
+					b = idempotentBatch(t, record.CompressionNone, 9, 0, int32(5+i), recs)
+				case 6: // a corrupt batch
+					b = buildBatch(t, record.CompressionNone, recs)
+					b[len(b)-1] ^= 0xff
+				case 8: // over max.message.bytes
+					b = buildBatch(t, record.CompressionNone, makeRecords(uint64(i), 40, 0))
+				default:
+					b = buildBatch(t, record.CompressionSnappy, recs)
+				}
+				batches = append(batches, b)
+			}
+			oneFS, manyFS := &faultFS{}, &faultFS{}
+			oneCfg, manyCfg := cfg, cfg
+			oneCfg.FS, manyCfg.FS = oneFS, manyFS
+			oneDir, manyDir := t.TempDir(), t.TempDir()
+			one, many := openLog(t, oneDir, oneCfg), openLog(t, manyDir, manyCfg)
+			var want []AppendResult
+			for _, b := range batches {
+				info, err := one.Append(slices.Clone(b), 3)
+				want = append(want, AppendResult{Info: info, Err: err})
+			}
+			var got []AppendResult
+			for i, n := 0, 1; i < len(batches); i, n = i+n, n%9+1 {
+				chunk := batches[i:min(i+n, len(batches))]
+				got = append(got, many.AppendMany(chunk, 3, nil)...)
+			}
+			refused := 0
+			for i := range want {
+				if (want[i].Err == nil) != (got[i].Err == nil) || want[i].Info != got[i].Info {
+					t.Fatalf("batch %d: AppendMany %+v %v, Append %+v %v", i, got[i].Info, got[i].Err, want[i].Info, want[i].Err)
+				}
+				if want[i].Err != nil {
+					refused++
+					for _, target := range []error{ErrInvalidBatch, ErrRecordTooLarge, record.ErrChecksum, ErrOutOfOrderSequence} {
+						if errors.Is(want[i].Err, target) != errors.Is(got[i].Err, target) {
+							t.Fatalf("batch %d: AppendMany %v, Append %v", i, got[i].Err, want[i].Err)
+						}
+					}
+				}
+			}
+			if refused < 20 || many.LogEndOffset() != one.LogEndOffset() || len(many.segs) < 4 {
+				t.Fatalf("%d refused, log end %d and %d, %d segments: the test wants refusals and rolls", refused, many.LogEndOffset(), one.LogEndOffset(), len(many.segs))
+			}
+			if manyFS.logWrites >= oneFS.logWrites*2/3 {
+				t.Fatalf("AppendMany wrote %d times, Append %d", manyFS.logWrites, oneFS.logWrites)
+			}
+			for _, l := range []*Log{one, many} {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sameFiles(t, oneDir, manyDir)
+			// The producer state survived the same: a retry of producer 7's
+			// last batch is a duplicate in both after reopening.
+			var last []byte
+			for i := len(batches) - 1; last == nil; i-- {
+				if i%10 == 3 && (i/10)%2 == 0 {
+					last = batches[i]
+				}
+			}
+			for _, dir := range []string{oneDir, manyDir} {
+				l := openLog(t, dir, cfg)
+				info, err := l.Append(slices.Clone(last), 3)
+				if err != nil || !info.Duplicate {
+					t.Fatalf("%s: retry after reopen: %+v %v, want a duplicate", dir, info, err)
+				}
+			}
+		})
+	}
+}
+
+// A failed write fails every batch of the call and the log.
+func TestAppendManyFailedWrite(t *testing.T) {
+	fsys := &faultFS{}
+	l := openLog(t, t.TempDir(), Config{FS: fsys})
+	want := appendBatches(t, l, record.CompressionNone, 1, 3, 5, 0)
+	fsys.set(true, false)
+	res := l.AppendMany([][]byte{
+		buildBatch(t, record.CompressionNone, makeRecords(4, 5, 0)),
+		buildBatch(t, record.CompressionNone, makeRecords(5, 5, 0)),
+	}, 1, nil)
+	fsys.set(false, false)
+	for i, r := range res {
+		if !errors.Is(r.Err, errInjected) {
+			t.Fatalf("batch %d: %+v %v, want the write's error", i, r.Info, r.Err)
+		}
+	}
+	if _, err := l.Append(buildBatch(t, record.CompressionNone, makeRecords(6, 5, 0)), 1); !errors.Is(err, errInjected) {
+		t.Fatalf("append after the failed write: %v, want the sticky error", err)
+	}
+	checkRecords(t, readAllRecords(t, l, 0, 1<<20), want, 0)
+}
+
+// sameFiles fails unless dirs a and b hold the same segment and index
+// files with the same bytes.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	names, err := os.ReadDir(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, e := range names {
+		if !strings.HasSuffix(e.Name(), ".log") && !strings.HasSuffix(e.Name(), ".index") && !strings.HasSuffix(e.Name(), ".timeindex") {
+			continue
+		}
+		x, err := os.ReadFile(filepath.Join(a, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(b, e.Name()))
+		if err != nil {
+			t.Fatalf("%s: in %s, not in %s: %v", e.Name(), a, b, err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Fatalf("%s differs: %d bytes in %s, %d in %s", e.Name(), len(x), a, len(y), b)
+		}
+		compared++
+	}
+	if compared < 3 {
+		t.Fatalf("compared only %d files", compared)
+	}
+}
+
+// Recovery's scan of an active segment allocates per scan, not per batch:
+// a host restarted after a kill late in a long run (a large unrolled
+// segment) must not start with a heap peak the same host did not have
+// early in the run. The scan once allocated a header per batch (its
+// address escaped into the visitor), a max-timestamp mark per batch and
+// a buffer per frame larger than the read buffer.
+func TestRecoveryScanAllocatesPerScanNotPerBatch(t *testing.T) {
+	scanAllocs := func(batches, perBatch, size int) float64 {
+		l := openLog(t, t.TempDir(), Config{IndexIntervalBytes: 1 << 30, MaxMessageBytes: 4 << 20}) // no index entries to grow
+		for i := 0; i < batches; i++ {
+			recs := make([]record.Record, perBatch)
+			for j := range recs {
+				recs[j] = record.Record{Value: make([]byte, size), Timestamp: int64(1000 + i)}
+			}
+			if _, err := l.Append(buildBatch(t, record.CompressionNone, recs), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := l.segs[len(l.segs)-1]
+		end := s.size.Load()
+		return testing.AllocsPerRun(3, func() {
+			err := l.withFiles(s, false, func() error {
+				got, err := s.rebuild(end, true, l.cfg.IndexIntervalBytes)
+				if err == nil && got != end {
+					err = fmt.Errorf("scan ended at %d of %d", got, end)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, many := scanAllocs(10, 1, 100), scanAllocs(2000, 1, 100)
+	bigFew, bigMany := scanAllocs(2, 3, 600<<10), scanAllocs(12, 3, 600<<10) // frames of 1.8 MB, past the 1 MiB read buffer
+	t.Logf("allocations per scan: 10 batches %.0f, 2000 batches %.0f; 2 large frames %.0f, 12 large frames %.0f", small, many, bigFew, bigMany)
+	if many > small+5 || bigMany > bigFew+5 {
+		t.Fatalf("a scan's allocations grow with its batches: 10 batches %.0f, 2000 batches %.0f; 2 large frames %.0f, 12 large frames %.0f", small, many, bigFew, bigMany)
+	}
 }

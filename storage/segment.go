@@ -201,12 +201,21 @@ func (s *segment) empty() bool { return s.size.Load() == 0 }
 // noteBatch records a batch appended (or found by a scan) at pos: it moves
 // next and the max timestamp, and adds sparse index entries.
 func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
+	if s.noteBatchIndexes(h, pos, indexInterval) {
+		s.maxTSAt.Store(newTSMark(h, pos))
+	}
+}
+
+// noteBatchIndexes is noteBatch but for the max timestamp's mark, which
+// is the caller's to set when it returns true (h raised maxTS): a scan
+// sets it once at its end instead of allocating one per batch.
+func (s *segment) noteBatchIndexes(h *record.Header, pos int64, indexInterval int) bool {
 	if s.rollTS < 0 {
 		s.rollTS = h.MaxTimestamp
 	}
-	if h.MaxTimestamp > s.maxTS.Load() {
+	raised := h.MaxTimestamp > s.maxTS.Load()
+	if raised {
 		s.maxTS.Store(h.MaxTimestamp)
-		s.maxTSAt.Store(newTSMark(h, pos))
 	}
 	s.next = h.NextOffset()
 	s.lastOffsetRel = uint32(h.LastOffset() - s.base)
@@ -216,6 +225,7 @@ func (s *segment) noteBatch(h *record.Header, pos int64, indexInterval int) {
 		s.bytesSinceIndex = 0
 	}
 	s.bytesSinceIndex += h.Size()
+	return raised
 }
 
 // seal appends the final time-index entry (so the time index always ends at
@@ -301,6 +311,10 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 	bp := scanBuffers.Get().(*[]byte) // visit sees headers and positions, never buf
 	defer scanBuffers.Put(bp)
 	buf := *bp
+	var big []byte // frames larger than buf, read on their own
+	// One header for the scan: visit takes its address, so a header
+	// declared per frame would be allocated per frame.
+	var h record.Header
 	pos := from
 	for pos < size {
 		n := int(min(int64(len(buf)), size-pos))
@@ -321,8 +335,8 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 				}
 				break // refill
 			}
-			h, err := record.ParseHeader(rem)
-			if err != nil {
+			var err error
+			if h, err = record.ParseHeader(rem); err != nil {
 				return at, err
 			}
 			fsz := h.Size()
@@ -336,7 +350,10 @@ func scanBatches(f File, from, size int64, verify bool, visit func(h *record.Hea
 				// A frame larger than the buffer: read it alone.
 				frame := rem
 				if verify {
-					frame = make([]byte, fsz)
+					if cap(big) < fsz { // one buffer for the scan's large frames, not one each
+						big = make([]byte, fsz)
+					}
+					frame = big[:fsz]
 					if m, err := f.ReadAt(frame, at); m < fsz {
 						return at, fmt.Errorf("read frame at %d: %w", at, errors.Join(record.ErrShortBuffer, err))
 					}
@@ -390,14 +407,26 @@ func verifyFrame(frame []byte, h *record.Header) error {
 
 // indexVisitor returns a scan visitor that checks offset order and rebuilds
 // the segment's state and indexes from the frames it sees.
-func (s *segment) indexVisitor(indexInterval int) func(h *record.Header, pos int64) error {
-	return func(h *record.Header, pos int64) error {
+// The max timestamp's mark is set by done, once, for the batch that
+// raised it last.
+func (s *segment) indexVisitor(indexInterval int) (visit func(h *record.Header, pos int64) error, done func()) {
+	var mark record.Header
+	var markPos int64 = -1
+	visit = func(h *record.Header, pos int64) error {
 		if h.BaseOffset < s.next || h.LastOffset()-s.base > math.MaxUint32 {
 			return fmt.Errorf("%w: batch at %d has offsets %d..%d, expected >= %d", errStopScan, pos, h.BaseOffset, h.LastOffset(), s.next)
 		}
-		s.noteBatch(h, pos, indexInterval)
+		if s.noteBatchIndexes(h, pos, indexInterval) {
+			mark, markPos = *h, pos
+		}
 		return nil
 	}
+	done = func() {
+		if markPos >= 0 {
+			s.maxTSAt.Store(newTSMark(&mark, markPos))
+		}
+	}
+	return visit, done
 }
 
 // rebuild re-creates the indexes and state by scanning the whole .log file.
@@ -409,7 +438,10 @@ func (s *segment) rebuild(fileSize int64, verify bool, indexInterval int) (int64
 	s.next, s.rollTS, s.bytesSinceIndex, s.lastOffsetRel = s.base, -1, 0, 0
 	s.maxTS.Store(-1)
 	s.maxTSAt.Store(nil)
-	return scanBatches(s.log, 0, fileSize, verify, s.indexVisitor(indexInterval))
+	visit, done := s.indexVisitor(indexInterval)
+	end, err := scanBatches(s.log, 0, fileSize, verify, visit)
+	done() // the batches up to end are the segment's, whatever stopped the scan
+	return end, err
 }
 
 // batchHeaderAt reads the header of the batch at pos from f, the segment's

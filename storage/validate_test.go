@@ -207,7 +207,7 @@ func TestLargeBrokenRecordsLeaveNoTrace(t *testing.T) {
 	want := appendBatches(t, l, record.CompressionNone, 1, 2, 5, 0)
 	recs := makeRecords(5, 3000, 0)
 	good := buildBatch(t, record.CompressionNone, recs)
-	if len(good) < parallelValidateBytes {
+	if len(good) < ParallelValidateBytes {
 		t.Fatalf("batch of %d bytes is below the parallel check size", len(good))
 	}
 	broken := bytes.Clone(good)
