@@ -70,25 +70,136 @@ type parkedProduce struct {
 	bytes    int
 }
 
-// onProduce appends req's batch; internal says it came as an
-// InternalProduce, the only way into an internal topic's partition.
-func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, internal bool) {
-	start := r.cfg.Now()
-	// Parked fetches are woken after the produce is answered: it need not
-	// wait for their reads.
-	grew := false
+// queuedProduce is a ProduceRequest taken from the mailbox and not yet
+// appended: its sender and arrival are kept, as the message being handled
+// when it is appended is another.
+type queuedProduce struct {
+	req    *messages.ProduceRequest
+	sender *actor.PID
+	start  time.Time
+}
+
+// produceFlush appends the queued produces; the replica sends it to itself
+// when it queues the first, so it comes after every message already in
+// the mailbox.
+type produceFlush struct{}
+
+// maxQueuedProduces bounds the produces appended together.
+const maxQueuedProduces = 64
+
+// queueProduce takes a leader's small produce for the next group append
+// and says whether it did. Produces that arrive back to back (several
+// partitions' producers, or one producer's batches in flight) are
+// appended together (storage.Log.AppendMany: one write for the group),
+// each answered as if appended alone; any other message appends the
+// queued ones first, so nothing sees them out of order. A large batch is
+// appended alone, its check overlapping its write.
+func (r *Replica) queueProduce(ctx actor.Context, req *messages.ProduceRequest) bool {
+	if r.leader == nil || r.log == nil || len(req.Records) >= storage.ParallelValidateBytes {
+		return false
+	}
+	r.queued = append(r.queued, queuedProduce{req: req, sender: ctx.Sender(), start: r.cfg.Now()})
+	if len(r.queued) == 1 {
+		ctx.Send(ctx.Self(), produceFlush{})
+	} else if len(r.queued) >= maxQueuedProduces {
+		r.flushProduces(ctx)
+	}
+	return true
+}
+
+// flushProduces appends and answers the queued produces, in the order
+// they came.
+func (r *Replica) flushProduces(ctx actor.Context) {
+	q := r.queued
 	defer func() {
-		if grew {
-			r.wakeFetches(ctx)
-		}
+		clear(q) // no request is kept past its answer
+		r.queued = q[:0]
 	}()
-	resp := &messages.ProduceResponse{
+	if len(q) == 1 {
+		r.produce(ctx, q[0].req, q[0].sender, q[0].start, false)
+		return
+	}
+	resps := make([]*messages.ProduceResponse, len(q))
+	batches := make([][]byte, 0, len(q))
+	parking := 0 // acks=all produces of the group that will wait
+	for i, p := range q {
+		resps[i] = newProduceResponse(p.req)
+		code, msg := r.checkProduce(p.req, false, parking)
+		if code == 0 {
+			batches = append(batches, p.req.Records)
+			if p.req.Acks == messages.Acks_ACKS_ALL {
+				parking++
+			}
+		}
+		resps[i].ErrorCode, resps[i].ErrorMessage = code, msg
+	}
+	results := r.log.AppendMany(batches, r.cfg.LeaderEpoch, r.appendResults)
+	r.appendResults = results[:0]
+	grew := false
+	records := make([]int, len(q))
+	required := make([]int64, len(q))
+	for i, next := 0, 0; i < len(q); i++ {
+		if resps[i].ErrorCode != 0 {
+			continue
+		}
+		res := results[next]
+		next++
+		records[i], required[i] = r.applyAppend(resps[i], res.Info, res.Err)
+		grew = grew || records[i] > 0
+	}
+	for i := range results {
+		results[i] = storage.AppendResult{} // no batch bytes or errors kept past the call
+	}
+	if grew {
+		r.leader.OnLeaderAppend(r.log.LogEndOffset(), r.cfg.Now())
+		r.takeHighWatermark(ctx)
+	}
+	for i, p := range q {
+		r.answerProduce(ctx, p.req, p.sender, resps[i], records[i], required[i], p.start)
+	}
+	if grew {
+		r.wakeFetches(ctx) // after the answers, as produce does
+	}
+}
+
+// produce appends one request's batch and answers it; internal says it
+// came as an InternalProduce, the only way into an internal topic's
+// partition.
+func (r *Replica) produce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, start time.Time, internal bool) {
+	resp := newProduceResponse(req)
+	records := 0
+	required := int64(-1)
+	code, msg := r.checkProduce(req, internal, 0)
+	resp.ErrorCode, resp.ErrorMessage = code, msg
+	if code == 0 {
+		info, err := r.log.Append(req.Records, r.cfg.LeaderEpoch)
+		records, required = r.applyAppend(resp, info, err)
+		if records > 0 {
+			r.leader.OnLeaderAppend(r.log.LogEndOffset(), r.cfg.Now())
+			r.takeHighWatermark(ctx)
+			// Parked fetches are woken after the produce is answered:
+			// it need not wait for their reads.
+			defer r.wakeFetches(ctx)
+		}
+	}
+	r.answerProduce(ctx, req, sender, resp, records, required, start)
+}
+
+func newProduceResponse(req *messages.ProduceRequest) *messages.ProduceResponse {
+	return &messages.ProduceResponse{
 		CorrelationId:   req.CorrelationId,
 		Topic:           req.Topic,
 		Partition:       req.Partition,
 		BaseOffset:      -1,
 		LogAppendTimeMs: -1,
 	}
+}
+
+// checkProduce is what a produce must pass before its batch goes to the
+// log: the target and leader epoch, internal topics, acks, the parked
+// acks=all limit (parking: how many more will park before this one) and,
+// in a compacted topic, keys.
+func (r *Replica) checkProduce(req *messages.ProduceRequest, internal bool, parking int) (messages.ErrorCode, string) {
 	code, msg := r.checkTarget(req.Topic, req.Partition, req.CurrentLeaderEpoch)
 	if code == 0 && r.cfg.Internal && !internal {
 		code, msg = messages.ErrorCode_ERROR_CODE_INVALID_TOPIC_EXCEPTION, fmt.Sprintf("topic %s is internal: only the group coordinators write to it", req.Topic)
@@ -104,66 +215,69 @@ func (r *Replica) onProduce(ctx actor.Context, req *messages.ProduceRequest, int
 			code, msg = messages.ErrorCode_ERROR_CODE_INVALID_REQUIRED_ACKS, "acks must be 0, 1 or all"
 		}
 	}
-	if code == 0 && req.Acks == messages.Acks_ACKS_ALL && len(r.waitingAcks) >= r.cfg.MaxParkedAcks {
+	if parked := len(r.waitingAcks) + parking; code == 0 && req.Acks == messages.Acks_ACKS_ALL && parked >= r.cfg.MaxParkedAcks {
 		r.acksRefused++
 		code, msg = messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
-			fmt.Sprintf("%d acks=all requests already wait for the in-sync replicas (the limit); the batch was not written, retry", len(r.waitingAcks))
+			fmt.Sprintf("%d acks=all requests already wait for the in-sync replicas (the limit); the batch was not written, retry", parked)
 		if r.acksRefused&(r.acksRefused-1) == 0 { // 1, 2, 4, 8...: a flood logs a few lines
-			r.logger.WithFields(logrus.Fields{"parked": len(r.waitingAcks), "limit": r.cfg.MaxParkedAcks, "refused": r.acksRefused}).
+			r.logger.WithFields(logrus.Fields{"parked": parked, "limit": r.cfg.MaxParkedAcks, "refused": r.acksRefused}).
 				Warn("too many acks=all produces waiting; refusing")
 		}
 	}
-	records := 0
-	required := int64(-1)
 	if code == 0 {
 		code, msg = r.checkKeys(req.Records) // compacted topics: INVALID_RECORD for a null key
 	}
-	if code == 0 {
-		info, err := r.log.Append(req.Records, r.cfg.LeaderEpoch)
-		if err != nil {
-			code, msg = appendCode(err), err.Error()
-			r.logger.WithError(err).WithField("code", code).Debug("produce refused")
-		} else {
-			resp.BaseOffset = info.FirstOffset
-			resp.LogAppendTimeMs = info.LogAppendTime
-			required = info.LastOffset + 1
-			if info.Duplicate {
-				// A retry of a batch already in the log (idempotent
-				// producer): answered with the original offsets once
-				// those are committed, as any other batch.
-				r.logger.WithFields(logrus.Fields{"base_offset": info.FirstOffset, "last_offset": info.LastOffset}).Debug("duplicate batch; answering with its original offsets")
-			} else {
-				records = int(info.LastOffset - info.FirstOffset + 1)
-				r.growth.add(info.LastOffset+1, info.Bytes)
-				r.leader.OnLeaderAppend(r.log.LogEndOffset(), r.cfg.Now())
-				r.takeHighWatermark(ctx)
-				grew = true
-			}
-		}
+	return code, msg
+}
+
+// applyAppend puts an append's outcome into resp and returns the records
+// it added to the log (0 for a duplicate or a refusal) and the offset the
+// high watermark must pass before acks=all is answered (-1: refused).
+func (r *Replica) applyAppend(resp *messages.ProduceResponse, info storage.AppendInfo, err error) (int, int64) {
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = appendCode(err), err.Error()
+		r.logger.WithError(err).WithField("code", resp.ErrorCode).Debug("produce refused")
+		return 0, -1
 	}
-	resp.ErrorCode, resp.ErrorMessage = code, msg
+	resp.BaseOffset = info.FirstOffset
+	resp.LogAppendTimeMs = info.LogAppendTime
+	if info.Duplicate {
+		// A retry of a batch already in the log (idempotent producer):
+		// answered with the original offsets once those are committed,
+		// as any other batch.
+		r.logger.WithFields(logrus.Fields{"base_offset": info.FirstOffset, "last_offset": info.LastOffset}).Debug("duplicate batch; answering with its original offsets")
+		return 0, info.LastOffset + 1
+	}
+	r.growth.add(info.LastOffset+1, info.Bytes)
+	return int(info.LastOffset - info.FirstOffset + 1), info.LastOffset + 1
+}
+
+// answerProduce answers a produce whose append is done (or refused), or
+// parks an acks=all answer until the high watermark passes its batch.
+func (r *Replica) answerProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, records int, required int64, start time.Time) {
+	code := resp.ErrorCode
 	if r.log != nil {
 		resp.LogStartOffset = r.log.LogStartOffset()
 	}
 	r.metrics.Produced(r.cfg.Topic, r.cfg.Partition, records, len(req.Records), r.cfg.Now().Sub(start), code)
 	if req.Acks == messages.Acks_ACKS_NONE {
 		if code != 0 {
-			r.logger.WithFields(logrus.Fields{"code": code, "error": msg}).Debug("acks=0 produce failed; no response is sent")
+			r.logger.WithFields(logrus.Fields{"code": code, "error": resp.ErrorMessage}).Debug("acks=0 produce failed; no response is sent")
 		}
 		return
 	}
-	if ctx.Sender() == nil {
+	if sender == nil {
 		return
 	}
 	if code == 0 && req.Acks == messages.Acks_ACKS_ALL {
 		if done, c := r.leader.AcksAllDone(required); !done {
-			r.parkProduce(ctx, req, resp, required, records, start)
+			r.parkProduce(ctx, req, sender, resp, required, records, start)
 			return
 		} else if c != 0 {
 			resp.ErrorCode, resp.ErrorMessage = c, "the in-sync replicas fell below min.insync.replicas; the batch is in the log"
 		}
 	}
-	ctx.Respond(resp)
+	ctx.Send(sender, resp)
 }
 
 // appendCode is the error code of a refused append: codeFor's, but for a
@@ -179,7 +293,7 @@ func appendCode(err error) messages.ErrorCode {
 
 // parkProduce holds an acks=all answer until the high watermark passes
 // the batch or the request's timeout ends.
-func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, resp *messages.ProduceResponse, required int64, records int, start time.Time) {
+func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, required int64, records int, start time.Time) {
 	wait := DefaultProduceTimeout
 	if req.TimeoutMs > 0 {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
@@ -188,7 +302,7 @@ func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, r
 	id := r.nextWait
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.waitingAcks[id] = &parkedProduce{
-		resp: resp, sender: ctx.Sender(), required: required, start: start, records: records, bytes: len(req.Records),
+		resp: resp, sender: sender, required: required, start: start, records: records, bytes: len(req.Records),
 		timer: time.AfterFunc(wait, func() { root.Send(self, produceTimeout{id: id}) }),
 	}
 	r.acksPeak = max(r.acksPeak, len(r.waitingAcks))

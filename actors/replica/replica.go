@@ -226,6 +226,10 @@ type Replica struct {
 	nextWait uint64 // ids of parked fetches and acks=all produces, unique across incarnations
 	// acks=all produce requests waiting for the high watermark.
 	waitingAcks map[uint64]*parkedProduce
+	// queued holds the produces taken from the mailbox for the next group
+	// append (queueProduce); appendResults is AppendMany's reused slice.
+	queued        []queuedProduce
+	appendResults []storage.AppendResult
 	// The largest sizes of the maps since they were last recreated, and
 	// the requests the caps turned away (parked.go).
 	waitingPeak, acksPeak                    int
@@ -308,13 +312,20 @@ var incarnations atomic.Uint64
 
 // Receive dispatches the replica's messages.
 func (r *Replica) Receive(ctx actor.Context) {
+	if req, ok := ctx.Message().(*messages.ProduceRequest); ok && r.queueProduce(ctx, req) {
+		return
+	}
+	if len(r.queued) > 0 {
+		r.flushProduces(ctx) // before anything else happens
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		r.onStarted(ctx)
+	case produceFlush:
 	case *messages.ProduceRequest:
-		r.onProduce(ctx, msg, false)
+		r.produce(ctx, msg, ctx.Sender(), r.cfg.Now(), false)
 	case *InternalProduce:
-		r.onProduce(ctx, msg.Request, true)
+		r.produce(ctx, msg.Request, ctx.Sender(), r.cfg.Now(), true)
 	case *messages.FetchRequest:
 		r.onFetch(ctx, msg)
 	case *messages.ListOffsetsRequest:
