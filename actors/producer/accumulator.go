@@ -417,7 +417,9 @@ func (a *Accumulator) openBatch(now time.Time, p *partition, firstTS int64) *bat
 		a.freeBuilders[n-1] = pooledBuilder{}
 		a.freeBuilders = a.freeBuilders[:n-1]
 	} else {
-		b.b, b.bcap = record.NewBuilder(record.BuilderOptions{Compression: a.cfg.Compression}), 0
+		// An idempotent producer's batches are checksummed when stamped
+		// (setStamp), which every batch is before it is first sent.
+		b.b, b.bcap = record.NewBuilder(record.BuilderOptions{Compression: a.cfg.Compression, NoChecksum: a.cfg.idempotent()}), 0
 	}
 	a.nextSeq++
 	b.part, b.seq, b.created, b.firstTS = p, a.nextSeq, now, firstTS

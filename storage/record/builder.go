@@ -53,6 +53,12 @@ type BuilderOptions struct {
 	// BaseSequence is the sequence number of the batch's first record (-1
 	// when not Idempotent).
 	BaseSequence int32
+	// NoChecksum leaves the CRC field zero instead of computing it: for a
+	// caller that always writes the producer fields afterwards with
+	// SetProducer, which computes it (an idempotent producer stamps each
+	// batch when it first sends it), so the records are not checksummed
+	// twice. A batch built with it is invalid until then.
+	NoChecksum bool
 }
 
 // Builder encodes records into one v2 batch. Append encodes each record
@@ -268,7 +274,11 @@ func (b *Builder) finish(batch []byte) error {
 	be.PutUint16(batch[offProducerEpoch:], uint16(epoch))
 	be.PutUint32(batch[offBaseSequence:], uint32(seq))
 	be.PutUint32(batch[offRecordCount:], uint32(b.n))
-	be.PutUint32(batch[offCRC:], Checksum(batch))
+	crc := uint32(0)
+	if !b.opts.NoChecksum {
+		crc = Checksum(batch)
+	}
+	be.PutUint32(batch[offCRC:], crc)
 	return nil
 }
 

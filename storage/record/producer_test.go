@@ -48,3 +48,38 @@ func TestSetProducer(t *testing.T) {
 		}
 	}
 }
+
+// TestNoChecksumThenSetProducer: a batch built with NoChecksum fails
+// validation (its CRC is left zero) until SetProducer stamps it, after
+// which it is byte for byte the batch built with those fields and a CRC.
+func TestNoChecksumThenSetProducer(t *testing.T) {
+	recs := []Record{{Value: []byte("a"), Timestamp: 10}, {Key: []byte("k"), Value: []byte("b"), Timestamp: 20}}
+	for _, c := range codecs {
+		t.Run(c.String(), func(t *testing.T) {
+			nb := NewBuilder(BuilderOptions{Compression: c, NoChecksum: true})
+			wb := NewBuilder(BuilderOptions{Compression: c, Idempotent: true, ProducerID: 7, ProducerEpoch: 1, BaseSequence: 40})
+			for _, r := range recs {
+				nb.Append(r)
+				wb.Append(r)
+			}
+			batch, err := nb.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Validate(batch); err == nil {
+				t.Fatal("a NoChecksum batch validated before it was stamped")
+			}
+			SetProducer(batch, 7, 1, 40)
+			if _, err := Validate(batch); err != nil {
+				t.Fatalf("stamped batch: %v", err)
+			}
+			want, err := wb.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(batch, want) {
+				t.Error("stamped NoChecksum batch differs from one built with the producer fields")
+			}
+		})
+	}
+}
