@@ -1,6 +1,7 @@
-// framed.go: a FetchResponse whose records are an internal/frame slice
-// (as storage's reads return them) is encoded for the actor remote without
-// copying its records. protoactor's endpoint writer calls Serialize (its
+// framed.go: a FetchResponse or ProduceRequest whose records are an
+// internal/frame slice (as storage's reads and the producer's batch
+// buffers are) is encoded for the actor remote without copying its
+// records. protoactor's endpoint writer calls Serialize (its
 // RootSerializable hook) before marshaling a message for another process;
 // Serialize encodes every other field (proto.Marshal of a copy without the
 // records, so a field added to fetch.proto is never left out) and the
@@ -10,9 +11,15 @@
 // every decoder accepts); the receiver decodes a FetchResponse as before.
 //
 // Records of another origin, or a header that does not fit the headroom
-// (not possible for a fetch answer with records: it carries no error
-// message), are marshaled as before, with a copy. Local deliveries never
+// (not possible for a fetch answer with records, which carries no error
+// message, nor for a produce request, whose topic name is at most 249
+// bytes), are marshaled as before, with a copy. Local deliveries never
 // call Serialize.
+//
+// Serialize writes into the headroom, so a frame's records must be sent
+// in one message at a time: a fetch answer's frame is its own read's; the
+// producer sends a batch's frame on its first send only (a retry, which
+// may overlap the first send's encoding, goes without the frame).
 
 package messages
 
@@ -28,55 +35,74 @@ import (
 	"github.com/actorlog/actorlog/internal/frame"
 )
 
-// fetchRecordsField is FetchResponse.records' field number.
-const fetchRecordsField = 9
+// The records' field numbers of FetchResponse and ProduceRequest.
+const (
+	fetchRecordsField   = 9
+	produceRecordsField = 5
+)
 
-var _ remote.RootSerializable = (*FetchResponse)(nil)
+var (
+	_ remote.RootSerializable = (*FetchResponse)(nil)
+	_ remote.RootSerializable = (*ProduceRequest)(nil)
+)
 
 // Serialize is protoactor's hook before m is marshaled for the remote (see
 // the file comment).
 func (m *FetchResponse) Serialize() (remote.RootSerialized, error) {
-	if b, ok := m.framedEncoding(); ok {
+	return serializeFramed(m, m.Records, fetchRecordsField)
+}
+
+// Serialize is protoactor's hook before m is marshaled for the remote (see
+// the file comment): a producer's batch in a frame is sent without a copy.
+func (m *ProduceRequest) Serialize() (remote.RootSerialized, error) {
+	return serializeFramed(m, m.Records, produceRecordsField)
+}
+
+// serializeFramed encodes m, whose records field (number num) holds
+// records, into the records' frame if they are in one, else with
+// proto.Marshal.
+func serializeFramed(m proto.Message, records []byte, num protowire.Number) (remote.RootSerialized, error) {
+	if b, ok := framedEncoding(m, records, num); ok {
 		return &encoded{m: m, data: b}, nil
 	}
 	b, err := proto.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("messages: marshal FetchResponse: %w", err)
+		return nil, fmt.Errorf("messages: marshal %s: %w", proto.MessageName(m), err)
 	}
 	return &encoded{m: m, data: b}, nil
 }
 
-// framedEncoding is m's encoding laid out in its records' frame, if they
-// are in one and the other fields fit its headroom.
-func (m *FetchResponse) framedEncoding() ([]byte, bool) {
-	if len(m.Records) == 0 {
+// framedEncoding is m's encoding laid out in the frame of records (m's
+// field num), if they are in one and the other fields fit its headroom.
+func framedEncoding(m proto.Message, records []byte, num protowire.Number) ([]byte, bool) {
+	if len(records) == 0 {
 		return nil, false
 	}
-	whole, ok := frame.Of(m.Records)
+	whole, ok := frame.Of(records)
 	if !ok {
 		return nil, false
 	}
 	head := whole[:frame.Headroom]
-	rest := &FetchResponse{}
-	rr := rest.ProtoReflect()
-	m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Number() != fetchRecordsField {
+	src := m.ProtoReflect()
+	rr := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Number() != num {
 			rr.Set(fd, v)
 		}
 		return true
 	})
-	hdr, err := proto.Marshal(rest)
+	hdr, err := proto.Marshal(rr.Interface())
 	if err != nil {
 		return nil, false
 	}
-	hdr = protowire.AppendTag(hdr, fetchRecordsField, protowire.BytesType)
-	hdr = protowire.AppendVarint(hdr, uint64(len(m.Records)))
+	hdr = protowire.AppendTag(hdr, num, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(len(records)))
 	if len(hdr) > len(head) {
 		return nil, false
 	}
 	at := len(head) - len(hdr)
 	copy(head[at:], hdr)
-	// whole is the headroom followed by m.Records: the encoding is
+	// whole is the headroom followed by the records: the encoding is
 	// whole[at:].
 	return whole[at:len(whole):len(whole)], true
 }

@@ -1,4 +1,5 @@
-// framed_test.go: a FetchResponse with framed records encodes, through
+// framed_test.go: a FetchResponse or ProduceRequest with framed records
+// encodes, through
 // Serialize (protoactor's RootSerializable hook), to bytes that decode to
 // the same message, with the records not copied; any other response
 // encodes as proto.Marshal does.
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/actorlog/actorlog/internal/frame"
@@ -17,7 +19,7 @@ import (
 
 // serialized runs the endpoint writer's steps: Serialize, then
 // proto.Marshal of what it returns, and the type name protoactor sends.
-func serialized(t *testing.T, m *FetchResponse) ([]byte, string) {
+func serialized(t *testing.T, m remote.RootSerializable) ([]byte, string) {
 	t.Helper()
 	rs, err := m.Serialize()
 	if err != nil {
@@ -88,5 +90,38 @@ func TestUnframedFetchResponseEncodesAsBefore(t *testing.T) {
 		if string(b) != string(want) {
 			t.Errorf("%s: encoded %d bytes unlike proto.Marshal's %d", name, len(b), len(want))
 		}
+	}
+}
+
+// TestFramedProduceRequestIsNotCopied: a producer's batch in a frame is
+// sent inside the encoded request itself, which decodes to the request;
+// the longest topic name fits the headroom. Unframed records encode as
+// proto.Marshal does.
+func TestFramedProduceRequestIsNotCopied(t *testing.T) {
+	recs := frame.Alloc(64 << 10)
+	for i := range recs {
+		recs[i] = byte(i * 13)
+	}
+	recs = recs[:60000] // a batch smaller than its buffer
+	m := &ProduceRequest{Topic: strings.Repeat("p", 249), Partition: 1<<31 - 1, Acks: Acks_ACKS_ALL, TimeoutMs: 1<<31 - 1,
+		Records: recs, CurrentLeaderEpoch: -1, CorrelationId: -1}
+	b, name := serialized(t, m)
+	if name != "actorlog.messages.ProduceRequest" {
+		t.Fatalf("sent as %q", name)
+	}
+	if unsafe.SliceData(b[len(b)-len(recs):]) != unsafe.SliceData(recs) {
+		t.Fatal("the encoding does not end with the records themselves: they were copied")
+	}
+	got := &ProduceRequest{}
+	if err := proto.Unmarshal(b, got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, m) {
+		t.Fatal("decoded request differs from the one sent")
+	}
+	plain := &ProduceRequest{Topic: "t", Records: []byte("not a frame"), CurrentLeaderEpoch: -1}
+	b, _ = serialized(t, plain)
+	if want, _ := proto.Marshal(plain); string(b) != string(want) {
+		t.Fatalf("unframed request encoded %d bytes unlike proto.Marshal's %d", len(b), len(want))
 	}
 }

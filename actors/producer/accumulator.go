@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -489,7 +490,7 @@ func (a *Accumulator) close(p *partition) {
 	case a.cfg.RecycleSent && 2*o.size >= want:
 		next := a.batchBuffer(want)
 		if bytes, err = o.b.TakeBatch(next); err == nil {
-			newCap = cap(next)
+			newCap = frame.Cap(next)
 		}
 	default:
 		bytes, err = o.b.AppendBatch(a.batchBuffer(o.b.EstimatedSize()))
@@ -610,6 +611,12 @@ func (a *Accumulator) readyPart(p *partition, now time.Time, all, idle bool) {
 		a.inflight[b.id] = b
 		p.inflight = append(p.inflight, b)
 		rb.ID, rb.TopicPartition, rb.Bytes = b.id, p.tp, b.bytes
+		if b.attempts > 1 {
+			// The first send may still be being encoded into the frame's
+			// headroom (messages/framed.go): a retry goes without the
+			// frame (its capacity cut to its length), and is copied.
+			rb.Bytes = b.bytes[:len(b.bytes):len(b.bytes)]
+		}
 		rb.Records, rb.Reports, rb.Attempt = len(b.reports), b.reports, b.attempts
 		a.ready = append(a.ready, rb)
 	}
@@ -934,15 +941,18 @@ func (a *Accumulator) fail(dst []Delivery, b *batch, err error) []Delivery {
 // BufferedBytes does not count), else a new one.
 func (a *Accumulator) batchBuffer(size int) []byte {
 	for i := len(a.freeBufs) - 1; i >= 0; i-- {
-		if buf := a.freeBufs[i]; cap(buf) >= size && cap(buf) <= 2*size {
+		if buf := a.freeBufs[i]; frame.Cap(buf) >= size && frame.Cap(buf) <= 2*size {
 			a.freeBufs[i] = a.freeBufs[len(a.freeBufs)-1]
 			a.freeBufs[len(a.freeBufs)-1] = nil
 			a.freeBufs = a.freeBufs[:len(a.freeBufs)-1]
-			a.freeBufBytes -= cap(buf)
+			a.freeBufBytes -= frame.Cap(buf)
 			return buf[:0]
 		}
 	}
-	return make([]byte, 0, size)
+	// A frame (internal/frame): sent to a leader in another process, the
+	// batch is encoded into the frame's headroom rather than copied
+	// (messages/framed.go).
+	return frame.Alloc(size)[:0]
 }
 
 // recycleBuffer keeps buf, the bytes of b, a delivered batch about to be
@@ -952,12 +962,16 @@ func (a *Accumulator) batchBuffer(size int) []byte {
 // a steady stream allocates no batch buffers; as in Kafka's BufferPool,
 // the free list is not trimmed when the producer goes idle, so it may keep
 // up to BufferMemory (32 MiB by default) until the producer is dropped.
+//
+// Only frames (batchBuffer's) are kept: a buffer a builder grew itself is
+// dropped, so that a frame takes its place and every batch is sent
+// without a copy once the free list is warm.
 func (a *Accumulator) recycleBuffer(buf []byte, b *batch) {
-	if buf == nil || a.freeBufBytes+cap(buf)+a.used-b.size > a.cfg.BufferMemory {
+	if _, ok := frame.Of(buf); !ok || a.freeBufBytes+frame.Cap(buf)+a.used-b.size > a.cfg.BufferMemory {
 		return
 	}
 	a.freeBufs = append(a.freeBufs, buf)
-	a.freeBufBytes += cap(buf)
+	a.freeBufBytes += frame.Cap(buf)
 }
 
 // release frees b's memory and recycles it. b must be in no queue and not

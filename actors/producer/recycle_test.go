@@ -6,8 +6,11 @@
 package producer
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/actorlog/actorlog/internal/frame"
 )
 
 func TestRecycleSteadyState(t *testing.T) {
@@ -47,8 +50,8 @@ func TestRecycleSteadyState(t *testing.T) {
 					fresh++
 				}
 			}
-			if cap(rb.Bytes) > batchSize {
-				t.Fatalf("batch of %d bytes in a buffer of %d, above the batch size %d", len(rb.Bytes), cap(rb.Bytes), batchSize)
+			if frame.Cap(rb.Bytes) > batchSize {
+				t.Fatalf("batch of %d bytes in a buffer of %d, above the batch size %d", len(rb.Bytes), frame.Cap(rb.Bytes), batchSize)
 			}
 		}
 		if a.freeBufBytes+a.used > mem {
@@ -71,5 +74,47 @@ func TestRecycleSteadyState(t *testing.T) {
 	}
 	if a.BufferedBytes() != 0 || a.freeBufBytes > mem || a.freeBufBytes == 0 {
 		t.Fatalf("idle: %d buffered, %d bytes of free buffers (budget %d)", a.BufferedBytes(), a.freeBufBytes, mem)
+	}
+}
+
+// TestFirstSendsAreFramesRetriesAreNot: once builders carry batch buffers,
+// a batch's first send hands out its bytes in a frame (so a leader in
+// another process gets it without a copy: messages/framed.go), and a
+// retry hands out the same bytes without the frame (the first send may
+// still be encoding into its headroom). Fails if the producer's buffers
+// are not frames, or if a retry keeps the frame.
+func TestFirstSendsAreFramesRetriesAreNot(t *testing.T) {
+	a := newAcc(t, Config{BatchSize: 16 << 10, MaxInFlight: 1, RecycleSent: true})
+	framed := 0
+	var last ReadyBatch
+	for i := 0; i < 40; i++ {
+		for j := 0; j < 16; j++ {
+			mustAppend(t, a, t0, tpA, i*16+j, 1000)
+		}
+		rbs := readyCopy(a, t0.Add(time.Hour))
+		if len(rbs) != 1 {
+			t.Fatalf("round %d: %d batches ready, want 1", i, len(rbs))
+		}
+		last = rbs[0]
+		if _, ok := frame.Of(last.Bytes); ok {
+			framed++
+		}
+		if i < 39 {
+			a.Complete(last.ID, int64(i), nil)
+		}
+	}
+	if framed < 35 {
+		t.Fatalf("%d of 40 first sends were frames, want all but the first few", framed)
+	}
+	if _, ok := frame.Of(last.Bytes); !ok {
+		t.Fatal("the last first send was not a frame")
+	}
+	a.Retry(last.ID, t0, errors.New("timeout"))
+	again := readyCopy(a, t0.Add(2*time.Hour))
+	if len(again) != 1 || &again[0].Bytes[0] != &last.Bytes[0] {
+		t.Fatalf("retry sent %d batches, want the same bytes again", len(again))
+	}
+	if _, ok := frame.Of(again[0].Bytes); ok {
+		t.Fatal("a retry was handed out in its frame")
 	}
 }

@@ -1,6 +1,6 @@
 // Package frame allocates byte slices with room for a message header in
-// front of them, so that a large payload read once (records read from a log
-// for a fetch answer) can be sent inside an encoded message without being
+// front of them, so that a large payload (records read from a log for a
+// fetch answer, a producer's batch) can be sent inside an encoded message without being
 // copied into a second buffer (issue 15: protoactor's endpoint writer
 // proto.Marshal-ed every fetch answer into a fresh buffer, a copy and an
 // allocation of every byte served, ~18 % of a host's CPU while serving
@@ -21,8 +21,10 @@
 // keeps alive.
 //
 // The headroom is written by the one sender that encodes the message; a
-// frame must therefore travel in one message only (a fetch answer's records
-// are read for that answer alone).
+// frame must therefore travel in one message at a time (a fetch answer's
+// records are read for that answer alone; the producer hands a batch out
+// in its frame on its first send only, and reuses the frame for another
+// batch only after that send was answered).
 package frame
 
 import (
@@ -78,4 +80,15 @@ func Of(b []byte) (withHead []byte, ok bool) {
 	// trailer (its recorded address matches): the headroom is that
 	// allocation's first Headroom bytes, and b follows it.
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(full)), -Headroom)), Headroom+len(b)), true
+}
+
+// Cap is how many bytes from b's start may be filled without touching a
+// frame's trailer: cap(b) less the trailer when b is a frame (Of), else
+// cap(b). A caller that sizes and reuses buffers by capacity counts a
+// frame's with Cap, so that the trailer is neither counted nor filled.
+func Cap(b []byte) int {
+	if _, ok := Of(b); ok {
+		return cap(b) - trailerLen
+	}
+	return cap(b)
 }
