@@ -2,7 +2,8 @@
 // cannot serve: the host registration (lost: fenced), the broker and
 // controller actors (not running: dead, and waiting to be respawned), the
 // partitions the broker reports (a replica not running although it should,
-// a log in a failed state), and the open descriptors against the soft
+// a log in a failed state, a high-watermark checkpoint that cannot be
+// written), and the open descriptors against the soft
 // RLIMIT_NOFILE. Answers 200 or 503, with a JSON body that lists what is
 // wrong. It never waits on an actor: every source is a thread-safe
 // snapshot.

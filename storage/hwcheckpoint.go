@@ -75,6 +75,12 @@ type HighWatermarkCheckpoints struct {
 	legacy map[TopicPartition]legacyFile
 	// gen counts the changes of hw; flushed is the gen last written.
 	gen, flushed uint64
+	// failErr is the error of the last write when it failed (nil after a
+	// write that succeeded), failSince when the writes began failing,
+	// failures how many failed in a row.
+	failErr   error
+	failSince time.Time
+	failures  int
 
 	runMu sync.Mutex
 	stop  chan struct{}
@@ -187,11 +193,20 @@ func (c *HighWatermarkCheckpoints) flushLocked() error {
 	if write {
 		name := filepath.Join(c.dir, ReplicationOffsetCheckpointFile)
 		if err := writeFileAtomic(c.fs, c.dir, name, formatReplicationOffsetCheckpoint(snap)); err != nil {
-			return fmt.Errorf("write %s: %w", ReplicationOffsetCheckpointFile, err)
+			err = fmt.Errorf("write %s: %w", ReplicationOffsetCheckpointFile, err)
+			c.mu.Lock()
+			if c.failErr == nil {
+				c.failSince = time.Now()
+			}
+			c.failErr = err
+			c.failures++
+			c.mu.Unlock()
+			return err
 		}
 	}
 
 	c.mu.Lock()
+	c.failErr, c.failSince, c.failures = nil, time.Time{}, 0
 	c.onDisk = snap
 	c.flushed = gen
 	var removes []func() error
@@ -211,6 +226,16 @@ func (c *HighWatermarkCheckpoints) flushLocked() error {
 		}
 	}
 	return nil
+}
+
+// WriteFailure reports whether the last write of the file failed: its error,
+// since when the writes have been failing and how many failed in a row
+// (nil, zero, 0 once a write succeeds). A host whose checkpoint cannot be
+// written is unhealthy: high watermarks it acted on are not kept.
+func (c *HighWatermarkCheckpoints) WriteFailure() (since time.Time, failures int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failSince, c.failures, c.failErr
 }
 
 // Start starts the goroutine that flushes every interval (when something

@@ -409,3 +409,42 @@ func TestSharedHighWatermarkSIGKILL(t *testing.T) {
 		t.Logf("round %d: killed after %d checkpoints; shared file holds %d partitions", round, killAt, len(entries))
 	}
 }
+
+// TestSharedHighWatermarkFailingWrites: a write of the file that fails is
+// reported by WriteFailure (since when, how many in a row, the error) until a write
+// succeeds; the host's /healthz lists it (actors/broker.Health).
+func TestSharedHighWatermarkFailingWrites(t *testing.T) {
+	dataDir := t.TempDir()
+	fs := &faultFS{}
+	c := NewHighWatermarkCheckpoints(fs, dataDir, quietLogger())
+	l := openSlotLog(t, c, dataDir, 0)
+	appendBatches(t, l, record.CompressionNone, 1, 2, 10, 0)
+	if err := l.WriteHighWatermark(15); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := c.WriteFailure(); err != nil || n != 0 {
+		t.Fatalf("failing before any write: %v, %d", err, n)
+	}
+	fs.set(false, true)
+	before := time.Now()
+	for i := 1; i <= 2; i++ {
+		if err := c.Flush(); !errors.Is(err, errInjected) {
+			t.Fatalf("flush %d with failing fsync: %v", i, err)
+		}
+		since, n, err := c.WriteFailure()
+		if !errors.Is(err, errInjected) || n != i || since.Before(before) || since.After(time.Now()) {
+			t.Fatalf("after %d failed writes: WriteFailure() = %v, %d, %v", i, since, n, err)
+		}
+	}
+	fs.set(false, false)
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if since, n, err := c.WriteFailure(); err != nil || !since.IsZero() || n != 0 {
+		t.Fatalf("after a write that succeeded: WriteFailure() = %v, %d, %v", since, n, err)
+	}
+	if got, err := ReadReplicationOffsetCheckpoint(OSFS{}, dataDir); err != nil || got[TopicPartition{"t", 0}] != 15 {
+		t.Fatalf("file after the retry: %v, %v", got, err)
+	}
+	closeLog(t, l)
+}

@@ -275,6 +275,7 @@ func Props(cfg Config) *actor.Props {
 	// from these props: a respawned broker does not start a second one on
 	// the same directories.
 	hwCheckpoints := storage.NewHighWatermarkCheckpoints(cfg.LogFS, cfg.DataDir, logger)
+	cfg.Health.watchCheckpoint(hwCheckpoints)
 	remover := newDirRemover(cfg.DataDir, cfg.LogFS, cfg.RemoveDir, logger)
 	remover.hwCheckpoints = hwCheckpoints
 	dirs := newDirWorker(cfg.DataDir, cfg.LogFS, remover, logger)

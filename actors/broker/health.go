@@ -1,8 +1,9 @@
 // health.go: what the broker knows of its partitions' health, for the
 // host's /healthz — partitions whose replica is not running although it
 // should (its directory could not be prepared, its log failed to open, or
-// the actor stopped unexpectedly and waits to be reopened) and partitions
-// whose log failed (a sticky write error: the log refuses writes).
+// the actor stopped unexpectedly and waits to be reopened), partitions
+// whose log failed (a sticky write error: the log refuses writes), and a
+// shared high-watermark checkpoint that cannot be written.
 
 package broker
 
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Health is the partitions' health as the broker sees it. Safe for
@@ -27,6 +29,15 @@ type Health struct {
 	down map[tp]string
 	// failedLogs: partitions whose log failed, and its sticky error.
 	failedLogs map[tp]string
+	// checkpoint is the shared high-watermark checkpoint whose failed
+	// writes are a problem too (nil: none).
+	checkpoint checkpointHealth
+}
+
+// checkpointHealth is what Health asks the shared high-watermark
+// checkpoint (storage.HighWatermarkCheckpoints).
+type checkpointHealth interface {
+	WriteFailure() (since time.Time, failures int, err error)
 }
 
 // NewHealth returns an empty (healthy) Health.
@@ -45,12 +56,27 @@ func (h *Health) Problems(limit int) (lines []string, total int) {
 	for key, why := range h.failedLogs {
 		out = append(out, fmt.Sprintf("partition %s-%d: log failed: %s", key.topic, key.partition, why))
 	}
+	cp := h.checkpoint
 	h.mu.Unlock()
+	if cp != nil {
+		if since, n, err := cp.WriteFailure(); err != nil {
+			out = append(out, fmt.Sprintf("high-watermark checkpoint: %d writes in a row failed since %s: %v",
+				n, since.UTC().Format(time.RFC3339), err))
+		}
+	}
 	slices.SortFunc(out, strings.Compare)
 	if len(out) == 0 {
 		return nil, 0
 	}
 	return out[:min(len(out), max(limit, 0))], len(out)
+}
+
+// watchCheckpoint makes the shared high-watermark checkpoint's failed
+// writes a problem.
+func (h *Health) watchCheckpoint(c checkpointHealth) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checkpoint = c
 }
 
 // setDown records that key's replica does not run; a later call for key
