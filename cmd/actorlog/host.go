@@ -37,6 +37,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	var saslMechanisms string // --kafka-sasl-mechanisms
 	var serveConsole bool     // --console
 	var superUsers string     // --super-users
+	var gcPercent int         // --gc-percent
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Run an actorlog host",
@@ -61,6 +62,9 @@ command line wins over the environment, which wins over the file.`,
 			}
 			cfg.Logger = logger
 			cfg.HostID = int32(hostID)
+			if err := setGCPercent(gcPercent, logger); err != nil {
+				return err
+			}
 			// --kafka-listen: its default is taken only if free (a
 			// second host on this machine runs without a Kafka
 			// listener); one given explicitly (flag, environment or
@@ -186,6 +190,8 @@ command line wins over the environment, which wins over the file.`,
 	f.Int16Var(&cfg.DefaultReplicationFactor, "default-replication-factor", kafka.DefaultReplicationFactor,
 		"replication factor of those topics (Kafka's default.replication.factor); more than the live hosts is refused with INVALID_REPLICATION_FACTOR")
 	f.BoolVar(&cfg.PProf, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http")
+	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent,
+		"Go's garbage collection target (GOGC) for the host: the heap grows to (1 + N/100) times the live heap between collections; a GOGC environment variable wins")
 	f.BoolVar(&serveConsole, "console", true,
 		"serve the web console under /ui/ and its JSON under /api/v1/ on --http; unless given, only when --http is a loopback address or has --http-tls with authentication on. "+
 			"The console authenticates users whenever the host authenticates clients (--kafka-sasl-mechanisms, --kafka-client-auth require, --remote-tls or --authorizer acl): "+
