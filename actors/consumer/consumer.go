@@ -667,14 +667,30 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 		}
 		return
 	}
-	msgs, next, epoch, err := decode(resp, p.fetchPos)
+	from := p.fetchPos
+	if c.cfg.Handler != nil {
+		// Fetch on from the end of these batches while they are decoded
+		// and handled here, so that the leader reads and sends the next
+		// records meanwhile (one fetch ahead, as Kafka's consumers keep
+		// fetching while the application processes). Should decoding
+		// stop short of that end (a corrupt batch), the fetch ahead is
+		// abandoned below.
+		if ahead, ok := batchesEnd(resp.Records); ok && ahead > from {
+			p.fetchPos = ahead
+			c.fetch(ctx, p)
+		}
+	}
+	msgs, next, epoch, err := decode(resp, from)
 	if err != nil {
 		// Fetching again would read the same bytes: stop the partition
 		// at the batch, once the records before it are handed over.
 		p.fs.fail()
 		defer c.reportCorrupt(p, err)
 	}
-	p.fetchPos = next
+	if p.fetchPos != next {
+		p.fs.abandon() // a fetch ahead from the wrong position
+		p.fetchPos = next
+	}
 	if len(msgs) == 0 {
 		c.book.processed(p.tp, next, epoch)
 		c.fetch(ctx, p)
@@ -767,6 +783,21 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 		return out, next, epoch, &CorruptBatchError{Partition: tp, Offset: next, NextOffset: -1, Err: err}
 	}
 	return out, next, epoch, nil
+}
+
+// batchesEnd returns the offset after the last whole batch at the start
+// of b, reading only headers (no CRC: decode checks each batch); ok is
+// false when b holds no whole batch.
+func batchesEnd(b []byte) (next int64, ok bool) {
+	for len(b) >= record.HeaderSize {
+		h, err := record.ParseHeader(b)
+		if err != nil || h.Size() > len(b) {
+			break
+		}
+		next, ok = h.NextOffset(), true
+		b = b[h.Size():]
+	}
+	return next, ok
 }
 
 // minRecordBytes is the smallest a record of a v2 batch can be: a one-byte

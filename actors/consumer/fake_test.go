@@ -76,6 +76,9 @@ type fakeCluster struct {
 	coord   *actor.PID
 	finds   int
 	forgets int
+	// onFetch, when set before addTopic, sees every fetch request its
+	// leaders get (from their goroutine).
+	onFetch func(*messages.FetchRequest)
 }
 
 func newFakeCluster(t testing.TB) *fakeCluster {
@@ -86,7 +89,7 @@ func newFakeCluster(t testing.TB) *fakeCluster {
 // addTopic creates a topic of n partitions led by a new fake leader.
 func (c *fakeCluster) addTopic(name string, n int32) *actor.PID {
 	pid := c.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &fakeLeader{topic: name, logs: make([][]string, n), epoch: 1}
+		return &fakeLeader{topic: name, logs: make([][]string, n), epoch: 1, seen: c.onFetch}
 	}))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -249,6 +252,7 @@ type fakeLeader struct {
 	logs  [][]string
 	epoch int32
 	held  []*heldFetch
+	seen  func(*messages.FetchRequest) // nil: none
 }
 
 func (l *fakeLeader) Receive(ctx actor.Context) {
@@ -266,6 +270,9 @@ func (l *fakeLeader) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(true)
 	case *messages.FetchRequest:
+		if l.seen != nil {
+			l.seen(msg)
+		}
 		h := &heldFetch{sender: ctx.Sender(), req: msg}
 		l.answer(ctx, h, false)
 	case releaseFetch:
