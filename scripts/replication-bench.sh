@@ -7,7 +7,10 @@
 # produce --num-records N --record-size SIZE` (defaults otherwise: acks=all,
 # idempotent) against each; then LAT_N records at LAT_RATE records/s to the
 # replication-factor-3 topic. Prints every run, the medians, the ratio
-# RF=3 / RF=1 (goal >= 0.50) and the fixed-rate p99 (goal <= 10 ms).
+# RF=3 / RF=1 (goal >= 0.50) and the fixed-rate p99 (goal <= 10 ms), and
+# the CPU time the three hosts spent per record in each (from
+# /proc/PID/stat): with every host on the same cores, RF=3's share of
+# them bounds the ratio once the hosts keep the cores busy.
 #
 #   scripts/replication-bench.sh              # about 3 minutes
 #
@@ -62,6 +65,16 @@ al() { "${bin}" --bootstrap "127.0.0.1:$(port 1 0),127.0.0.1:$(port 2 0)" "$@"; 
 al topics create rf1 --partitions 3 --replication-factor 1 >/dev/null
 al topics create rf3 --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null
 
+# hosts_cpu: CPU time (user + system) of the three hosts, in clock ticks.
+hosts_cpu() {
+	local t=0 p
+	for p in "${pids[@]}"; do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/${p}/stat")))
+	done
+	echo "${t}"
+}
+hz="$(getconf CLK_TCK)"
+
 : >"${OUT}/results.txt"
 for r in $(seq 1 "${ROUNDS}"); do
 	order="rf1 rf3"
@@ -70,9 +83,12 @@ for r in $(seq 1 "${ROUNDS}"); do
 	fi
 	for topic in ${order}; do
 		echo "-- ${topic} round ${r}; $(uptime)"
+		c0="$(hosts_cpu)"
 		al perf produce --topic "${topic}" --num-records "${N}" --record-size "${SIZE}" >"${OUT}/${topic}-${r}.txt"
+		c1="$(hosts_cpu)"
 		read -r rps p99 <<<"$(perf_summary "${OUT}/${topic}-${r}.txt")"
-		echo "${topic} ${rps} ${p99}" | tee -a "${OUT}/results.txt"
+		us="$(awk -v t="$((c1 - c0))" -v hz="${hz}" -v n="${N}" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+		echo "${topic} ${rps} ${p99} ${us}" | tee -a "${OUT}/results.txt"
 	done
 done
 
@@ -81,6 +97,11 @@ median() { # TOPIC
 }
 m1="$(median rf1)"
 m3="$(median rf3)"
+cpu_median() { # TOPIC: hosts' CPU microseconds per record
+	awk -v t="$1" '$1 == t { print $4 }' "${OUT}/results.txt" | median_values
+}
+u1="$(cpu_median rf1)"
+u3="$(cpu_median rf3)"
 
 lat=""
 if [[ "${LAT_N}" -gt 0 ]]; then
@@ -92,12 +113,13 @@ fi
 
 {
 	echo
-	echo "| 3 hosts, 3 partitions, ${SIZE} B, acks=all | records/s (median of ${ROUNDS}) |"
-	echo "|---|---|"
-	echo "| replication factor 1 | ${m1} |"
-	echo "| replication factor 3, min.insync.replicas 2 | ${m3} |"
+	echo "| 3 hosts, 3 partitions, ${SIZE} B, acks=all | records/s (median of ${ROUNDS}) | hosts' CPU per record (all three) |"
+	echo "|---|---|---|"
+	echo "| replication factor 1 | ${m1} | ${u1} µs |"
+	echo "| replication factor 3, min.insync.replicas 2 | ${m3} | ${u3} µs |"
 	echo
 	awk -v a="${m3}" -v b="${m1}" 'BEGIN { printf "ratio RF=3 / RF=1: %.2f (goal >= 0.50)\n", a / b }'
+	awk -v a="${u3}" -v b="${u1}" 'BEGIN { printf "hosts CPU per record RF=3 / RF=1: %.2f (on shared cores, busy, the ratio above tends to its inverse, %.2f)\n", a / b, b / a }'
 	if [[ -n "${lat}" ]]; then
 		echo "RF=3 at ${LAT_RATE} records/s: ${lat} (goal: p99 <= 10 ms)"
 	fi
