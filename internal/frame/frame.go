@@ -1,10 +1,11 @@
 // Package frame allocates byte slices with room for a message header in
 // front of them, so that a large payload (records read from a log for a
 // fetch answer, a producer's batch) can be sent inside an encoded message
-// without being copied into a second buffer (issue 15: protoactor's endpoint writer
-// proto.Marshal-ed every fetch answer into a fresh buffer, a copy and an
-// allocation of every byte served, ~18 % of a host's CPU while serving
-// consumers, plus the garbage collection the allocations caused).
+// without being copied into a second buffer (issue 15: protoactor's
+// endpoint writer proto.Marshal-ed every fetch answer into a fresh buffer,
+// a copy and an allocation of every byte served, ~18 % of a host's CPU
+// while serving consumers, plus the garbage collection the allocations
+// caused).
 //
 // Alloc(n) returns b, len n, inside one allocation laid out as
 //
