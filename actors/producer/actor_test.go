@@ -362,3 +362,56 @@ func TestActorResendsInflightOnNewLeaderEpoch(t *testing.T) {
 		}
 	}
 }
+
+// A record's Latency runs from its hand-over to the producer (the time the
+// Producer's methods stamp), not from the actor reading it, and the
+// records answered together share one clock reading.
+func TestActorLatencyIsFromHandOver(t *testing.T) {
+	h := newActorHarness(t, 1, leaderFaults{seed: 1}, 0, Config{
+		Linger: 20 * time.Millisecond, RetryBackoff: 5 * time.Millisecond,
+		RequestTimeout: 5 * time.Second, DeliveryTimeout: time.Minute,
+	})
+	const n, early = 100, 200 * time.Millisecond
+	var mu sync.Mutex
+	var got []Delivered
+	recs := make([]Send, n)
+	for i := range recs {
+		recs[i] = Send{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(i))}
+	}
+	start := time.Now()
+	h.system.Root.Send(h.producer, &SendMany{Records: recs, at: start.Add(-early), Callback: func(d Delivered) {
+		mu.Lock()
+		got = append(got, d)
+		mu.Unlock()
+	}})
+	var direct Delivered
+	done := make(chan struct{})
+	h.system.Root.Send(h.producer, &Send{Topic: "t", Partition: 0, Value: []byte("direct"), Callback: func(d Delivered) { direct = d; close(done) }})
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) < n {
+			return fmt.Errorf("%d of %d delivered", len(got), n)
+		}
+		return nil
+	})
+	<-done
+	elapsed := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range got {
+		if d.Err != nil {
+			t.Fatalf("delivery failed: %v", d.Err)
+		}
+		if d.Latency < early || d.Latency > early+elapsed {
+			t.Fatalf("latency %v, want between %v and %v (from the hand-over)", d.Latency, early, early+elapsed)
+		}
+		if d.Latency != got[0].Latency {
+			t.Fatalf("latencies %v and %v of records answered together differ", got[0].Latency, d.Latency)
+		}
+	}
+	// A Send from another actor, unstamped, is timed from its receipt.
+	if direct.Err != nil || direct.Latency <= 0 || direct.Latency > elapsed {
+		t.Fatalf("direct send: %+v, want a latency in (0, %v]", direct, elapsed)
+	}
+}

@@ -6,6 +6,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -36,6 +37,7 @@ func (p *Producer) PID() *actor.PID { return p.pid }
 func (p *Producer) Produce(ctx context.Context, msg Send) (int64, error) {
 	done := make(chan Delivered, 1)
 	msg.Callback = func(d Delivered) { done <- d }
+	msg.at = time.Now()
 	p.c.System().Root.Send(p.pid, &msg)
 	select {
 	case d := <-done:
@@ -47,12 +49,15 @@ func (p *Producer) Produce(ctx context.Context, msg Send) (int64, error) {
 
 // ProduceAsync sends one record without waiting; msg.Callback (which must
 // not block: it runs inside the producer actor) receives its delivery.
-func (p *Producer) ProduceAsync(msg *Send) { p.c.System().Root.Send(p.pid, msg) }
+func (p *Producer) ProduceAsync(msg *Send) {
+	msg.at = time.Now()
+	p.c.System().Root.Send(p.pid, msg)
+}
 
 // ProduceMany sends many records in one message; callback (which must not
 // block) receives each record's delivery.
 func (p *Producer) ProduceMany(records []Send, callback func(Delivered)) {
-	p.c.System().Root.Send(p.pid, &SendMany{Records: records, Callback: callback})
+	p.c.System().Root.Send(p.pid, &SendMany{Records: records, Callback: callback, at: time.Now()})
 }
 
 // Flush sends everything buffered and waits until all records sent before
