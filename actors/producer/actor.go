@@ -182,11 +182,16 @@ type inflight struct {
 
 // producerActor is the actor; create it with ActorProps.
 type producerActor struct {
-	cfg      ActorConfig
-	core     *Core
-	logger   *logrus.Entry
-	topics   map[string]*topicMeta
-	inflight map[int64]inflight // by correlation id
+	cfg    ActorConfig
+	core   *Core
+	logger *logrus.Entry
+	topics map[string]*topicMeta
+	// lastTopic and lastMeta cache the last topic a record was sent to
+	// (a map lookup per record showed in profiles); lastMeta is nil when
+	// the cache is empty.
+	lastTopic string
+	lastMeta  *topicMeta
+	inflight  map[int64]inflight // by correlation id
 	// endpoints is the subscription to the remote's endpoint events.
 	endpoints *eventstream.Subscription
 	blocked   []*waitingSend // sends refused with ErrBufferFull, retried after completions
@@ -339,7 +344,13 @@ func (p *producerActor) Receive(ctx actor.Context) {
 // needs work now (send it; arm the linger timer): the rest waits for the
 // next wake.
 func (p *producerActor) onSend(ctx actor.Context, now time.Time, msg *Send, r *report) {
-	tm := p.topics[msg.Topic]
+	tm := p.lastMeta
+	if tm == nil || msg.Topic != p.lastTopic {
+		tm = p.topics[msg.Topic]
+		if tm != nil {
+			p.lastTopic, p.lastMeta = msg.Topic, tm
+		}
+	}
 	if tm == nil || len(tm.partitions) == 0 {
 		if tm == nil {
 			tm = &topicMeta{}
@@ -417,6 +428,9 @@ func (p *producerActor) onMetadata(ctx actor.Context, now time.Time, m metadataR
 			tm.waiting = nil
 			if len(tm.partitions) == 0 {
 				delete(p.topics, m.topic)
+				if p.lastMeta == tm {
+					p.lastTopic, p.lastMeta = "", nil
+				}
 			}
 			return
 		}

@@ -33,7 +33,12 @@ import (
 type Partitioner struct {
 	keyed  *messages.KeyPartitioner
 	rnd    *rand.Rand // nil: math/rand/v2's global source
-	sticky map[string]int32
+	sticky map[string]*int32
+	// last and lastSticky remember the last topic asked about: a producer
+	// mostly writes one topic, and a map lookup per record was a
+	// noticeable part of its CPU.
+	last       string
+	lastSticky *int32
 }
 
 // NewPartitioner returns a Partitioner that draws keyless partitions from rnd
@@ -43,8 +48,29 @@ func NewPartitioner(rnd *rand.Rand) *Partitioner {
 	return &Partitioner{
 		keyed:  messages.NewKeyPartitioner(),
 		rnd:    rnd,
-		sticky: make(map[string]int32),
+		sticky: make(map[string]*int32),
 	}
+}
+
+// stickyOf returns topic's sticky partition cell, nil if it has none.
+func (p *Partitioner) stickyOf(topic string) *int32 {
+	if p.lastSticky != nil && topic == p.last {
+		return p.lastSticky
+	}
+	cur := p.sticky[topic]
+	if cur != nil {
+		p.last, p.lastSticky = topic, cur
+	}
+	return cur
+}
+
+// setSticky makes part topic's sticky partition.
+func (p *Partitioner) setSticky(topic string, part int32) {
+	if cur := p.stickyOf(topic); cur != nil {
+		*cur = part
+		return
+	}
+	p.sticky[topic] = &part
 }
 
 // Partition returns the partition of a record of topic with the given key:
@@ -69,11 +95,11 @@ func (p *Partitioner) Partition(topic string, key []byte, explicit int32, numPar
 	if key != nil {
 		return p.KeyPartition(key, numPartitions), nil
 	}
-	cur, ok := p.sticky[topic]
-	if !ok || int(cur) >= numPartitions {
-		cur = int32(p.intN(numPartitions))
-		p.sticky[topic] = cur
+	if cur := p.stickyOf(topic); cur != nil && int(*cur) < numPartitions {
+		return *cur, nil
 	}
+	cur := int32(p.intN(numPartitions))
+	p.setSticky(topic, cur)
 	return cur, nil
 }
 
@@ -97,7 +123,7 @@ func (p *Partitioner) OnNewBatch(topic string, prev int32, numPartitions int) {
 	if numPartitions < 1 {
 		return
 	}
-	if cur, ok := p.sticky[topic]; ok && cur != prev {
+	if cur := p.stickyOf(topic); cur != nil && *cur != prev {
 		return
 	}
 	next := int32(0)
@@ -111,12 +137,17 @@ func (p *Partitioner) OnNewBatch(topic string, prev int32, numPartitions int) {
 			next++
 		}
 	}
-	p.sticky[topic] = next
+	p.setSticky(topic, next)
 }
 
 // Forget drops topic's sticky partition (for example when the topic is
 // deleted), so that the map of sticky partitions does not grow without end.
-func (p *Partitioner) Forget(topic string) { delete(p.sticky, topic) }
+func (p *Partitioner) Forget(topic string) {
+	delete(p.sticky, topic)
+	if topic == p.last {
+		p.last, p.lastSticky = "", nil
+	}
+}
 
 func (p *Partitioner) intN(n int) int {
 	if p.rnd == nil {

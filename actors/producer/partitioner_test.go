@@ -230,7 +230,7 @@ func TestStickyPartitionPerTopicAndShrink(t *testing.T) {
 		t.Errorf("topic a's new batch moved topic b from %d to %d", b, got)
 	}
 	// Fewer partitions than the sticky one (metadata changed): re-pick.
-	p.sticky["b"] = 999
+	p.setSticky("b", 999)
 	got, err := p.Partition("b", nil, AnyPartition, 10)
 	if err != nil || got < 0 || got >= 10 {
 		t.Errorf("after shrinking to 10 partitions: %d, %v", got, err)
@@ -241,5 +241,20 @@ func TestStickyPartitionPerTopicAndShrink(t *testing.T) {
 	p.Forget("b")
 	if _, ok := p.sticky["b"]; ok {
 		t.Error("Forget kept the sticky partition")
+	}
+	// Nor is it remembered as the last topic asked about.
+	if p.stickyOf("b") != nil {
+		t.Error("Forget left the sticky partition cached")
+	}
+	// The cache follows the topic asked about: a's new batch moves a, and
+	// b (asked last) keeps its own.
+	b, _ = p.Partition("b", nil, AnyPartition, 1000)
+	a2, _ := p.Partition("a", nil, AnyPartition, 1000)
+	p.OnNewBatch("b", b, 1000)
+	if got, _ := p.Partition("a", nil, AnyPartition, 1000); got != a2 {
+		t.Errorf("topic b's new batch moved topic a from %d to %d", a2, got)
+	}
+	if got, _ := p.Partition("b", nil, AnyPartition, 1000); got == b {
+		t.Errorf("topic b's new batch left it on %d", b)
 	}
 }

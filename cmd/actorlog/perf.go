@@ -97,6 +97,9 @@ func writeAllocProfile(path string) error {
 type latencies struct {
 	mu      sync.Mutex
 	samples []float64
+	// every: keep one sample in every this many (Kafka's tool keeps at
+	// most 500,000 the same way); 0 or 1: all.
+	every int64
 	sum     float64
 	max     float64
 	n       int64
@@ -108,7 +111,9 @@ type latencies struct {
 
 func (l *latencies) add(ms float64) {
 	l.mu.Lock()
-	l.samples = append(l.samples, ms)
+	if l.every <= 1 || l.n%l.every == 0 {
+		l.samples = append(l.samples, ms)
+	}
 	l.sum += ms
 	l.n++
 	l.max = max(l.max, ms)
@@ -127,6 +132,12 @@ func (l *latencies) window() (n int64, avg, mx float64) {
 	}
 	l.wn, l.wsum, l.wmax = 0, 0, 0
 	return n, avg, mx
+}
+
+// perfSampling is the stride of latency samples for n records: all of
+// them up to 500,000, then as many as Kafka's ProducerPerformance keeps.
+func perfSampling(n int64) int64 {
+	return max(1, n/min(n, 500_000))
 }
 
 func percentile(sorted []float64, p float64) float64 {
@@ -308,7 +319,8 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			}
 			run.keys = perfKeys(numKeys, numRecords)
 			out := cmd.OutOrStdout()
-			run.lat.samples = make([]float64, 0, numRecords)
+			run.lat.every = perfSampling(numRecords)
+			run.lat.samples = make([]float64, 0, numRecords/run.lat.every+1)
 			start := time.Now()
 			stopProgress := progress(out, start, run.lat, recordSize)
 			errs := make([]error, producers)

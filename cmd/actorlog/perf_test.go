@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,27 @@ func TestPerfProduceWithSeveralProducers(t *testing.T) {
 		if e == 0 {
 			t.Errorf("partition %d got no record of 50 keys: %v", p, ends)
 		}
+	}
+}
+
+// Latencies keep at most about 500,000 samples, as Kafka's tool does,
+// while the count, sum and maximum cover every record.
+func TestPerfLatencySampling(t *testing.T) {
+	for _, c := range []struct{ n, every int64 }{{1, 1}, {500_000, 1}, {1_200_000, 2}, {8_000_000, 16}} {
+		if got := perfSampling(c.n); got != c.every {
+			t.Errorf("perfSampling(%d) = %d, want %d", c.n, got, c.every)
+		}
+	}
+	const n = 1_200_000
+	l := &latencies{every: perfSampling(n)}
+	for i := int64(0); i < n; i++ {
+		l.add(float64(i % 1000))
+	}
+	if len(l.samples) != n/2 || l.n != n || l.max != 999 || l.sum != float64(n/1000)*999*1000/2 {
+		t.Fatalf("%d samples, n %d, max %v, sum %v", len(l.samples), l.n, l.max, l.sum)
+	}
+	slices.Sort(l.samples)
+	if p := percentile(l.samples, 0.5); p < 490 || p > 510 {
+		t.Errorf("median of the samples %v, want about 500", p)
 	}
 }
