@@ -7,6 +7,7 @@ package record
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -113,12 +114,18 @@ func checkDecoders(t *testing.T, in []byte) {
 			t.Fatalf("ValidateRecords count %d, Records %d", vh.RecordCount, len(recs))
 		}
 
-		// The append path's record parser agrees with the readers'.
+		// The append path's record parser agrees with the readers', and
+		// the readers' with its plain reference, field by field and
+		// error by error.
 		for _, b := range [][]byte{in, in[min(len(in), HeaderSize):]} {
 			r, n, perr := parseRecord(b)
 			ts, od, sn, serr := skimRecord(b)
 			if (perr == nil) != (serr == nil) || (perr == nil && (n != sn || r.tsDelta != ts || r.offDelta != od)) {
 				t.Fatalf("parseRecord: %d bytes, %v; skimRecord: %d bytes, %v", n, perr, sn, serr)
+			}
+			ref, rn, rerr := parseRecordRef(b)
+			if fmt.Sprint(perr) != fmt.Sprint(rerr) || n != rn || !sameRaw(r, ref) {
+				t.Fatalf("parseRecord: %+v, %d bytes, %v; reference: %+v, %d bytes, %v", r, n, perr, ref, rn, rerr)
 			}
 		}
 
@@ -181,3 +188,12 @@ func checkDecoders(t *testing.T, in []byte) {
 }
 
 func be32(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
+
+// sameRaw compares two parsed records, telling a nil key or value from an
+// empty one.
+func sameRaw(a, b rawRecord) bool {
+	return a.tsDelta == b.tsDelta && a.offDelta == b.offDelta && a.nHeaders == b.nHeaders &&
+		(a.key == nil) == (b.key == nil) && bytes.Equal(a.key, b.key) && cap(a.key) == cap(b.key) &&
+		(a.value == nil) == (b.value == nil) && bytes.Equal(a.value, b.value) && cap(a.value) == cap(b.value) &&
+		bytes.Equal(a.headers, b.headers)
+}

@@ -178,3 +178,61 @@ func (s rawRecordSpec) encode() []byte {
 func okRecord(delta int64) rawRecordSpec {
 	return rawRecordSpec{offDelta: delta, keyLen: -1, valueLen: 3, value: []byte("abc")}
 }
+
+// parseRecordRef is parseRecord written plainly (readVarint32 and
+// readBytes for every field): the reference the fast one must agree with.
+func parseRecordRef(b []byte) (rawRecord, int, error) {
+	var r rawRecord
+	l, n, ok := readVarint32(b)
+	if !ok || l < minRecordBody {
+		return r, 0, fmt.Errorf("%w: bad record length", ErrCorrupt)
+	}
+	if int(l) > len(b)-n {
+		return r, 0, fmt.Errorf("%w: record length %d, %d bytes left", ErrCorrupt, l, len(b)-n)
+	}
+	size := n + int(l)
+	body := b[n:size]
+	p := 1 // attributes: unused by Kafka, not checked
+	ts, w := binary.Varint(body[p:])
+	if w <= 0 {
+		return r, 0, fmt.Errorf("%w: bad timestamp delta", ErrCorrupt)
+	}
+	r.tsDelta = ts
+	p += w
+	if r.offDelta, w, ok = readVarint32(body[p:]); !ok {
+		return r, 0, fmt.Errorf("%w: bad offset delta", ErrCorrupt)
+	}
+	p += w
+	if r.key, w, ok = readBytes(body[p:]); !ok {
+		return r, 0, fmt.Errorf("%w: bad key length", ErrCorrupt)
+	}
+	p += w
+	if r.value, w, ok = readBytes(body[p:]); !ok {
+		return r, 0, fmt.Errorf("%w: bad value length", ErrCorrupt)
+	}
+	p += w
+	hc, w, ok := readVarint32(body[p:])
+	// Each header takes at least two bytes (key and value lengths).
+	if !ok || hc < 0 || int(hc) > (len(body)-p-w)/2 {
+		return r, 0, fmt.Errorf("%w: bad header count", ErrCorrupt)
+	}
+	p += w
+	start := p
+	for i := range int(hc) {
+		kl, w, ok := readVarint32(body[p:])
+		if !ok || kl < 0 || int(kl) > len(body)-p-w {
+			return r, 0, fmt.Errorf("%w: header %d: bad key length", ErrCorrupt, i)
+		}
+		p += w + int(kl)
+		if _, w, ok = readBytes(body[p:]); !ok {
+			return r, 0, fmt.Errorf("%w: header %d: bad value length", ErrCorrupt, i)
+		}
+		p += w
+	}
+	if p != len(body) {
+		return r, 0, fmt.Errorf("%w: record has %d bytes past its fields", ErrCorrupt, len(body)-p)
+	}
+	r.nHeaders = int(hc)
+	r.headers = body[start:p]
+	return r, size, nil
+}

@@ -65,61 +65,85 @@ func readBytes(b []byte) ([]byte, int, bool) {
 }
 
 // parseRecord parses and validates the length-prefixed record at the start
-// of b and returns it with its encoded size.
+// of b and returns it with its encoded size. It checks what skimRecord
+// checks, the same way (positions, short varints inline: every record a
+// consumer reads passes here); parseRecordRef in the tests is the plain
+// version it must agree with.
 func parseRecord(b []byte) (rawRecord, int, error) {
 	var r rawRecord
-	l, n, ok := readVarint32(b)
+	l, n, ok := varint32At(b, 0)
 	if !ok || l < minRecordBody {
 		return r, 0, fmt.Errorf("%w: bad record length", ErrCorrupt)
 	}
 	if int(l) > len(b)-n {
 		return r, 0, fmt.Errorf("%w: record length %d, %d bytes left", ErrCorrupt, l, len(b)-n)
 	}
-	size := n + int(l)
-	body := b[n:size]
-	p := 1 // attributes: unused by Kafka, not checked
-	ts, w := binary.Varint(body[p:])
-	if w <= 0 {
-		return r, 0, fmt.Errorf("%w: bad timestamp delta", ErrCorrupt)
+	end := n + int(l)
+	body := b[:end]
+	p := n + 1 // attributes: unused by Kafka, not checked
+	if c := body[p]; c < 0x80 {
+		r.tsDelta = int64(c>>1) ^ -int64(c&1)
+		p++
+	} else if p+1 < end && body[p+1] < 0x80 {
+		u := uint64(c&0x7f) | uint64(body[p+1])<<7
+		r.tsDelta = int64(u>>1) ^ -int64(u&1)
+		p += 2
+	} else {
+		ts, w := binary.Varint(body[p:])
+		if w <= 0 {
+			return r, 0, fmt.Errorf("%w: bad timestamp delta", ErrCorrupt)
+		}
+		r.tsDelta = ts
+		p += w
 	}
-	r.tsDelta = ts
-	p += w
-	if r.offDelta, w, ok = readVarint32(body[p:]); !ok {
+	var w int
+	if r.offDelta, w, ok = varint32At(body, p); !ok {
 		return r, 0, fmt.Errorf("%w: bad offset delta", ErrCorrupt)
 	}
 	p += w
-	if r.key, w, ok = readBytes(body[p:]); !ok {
+	kl, w, ok := varint32At(body, p)
+	if !ok || kl < -1 || int(kl) > end-p-w {
 		return r, 0, fmt.Errorf("%w: bad key length", ErrCorrupt)
 	}
 	p += w
-	if r.value, w, ok = readBytes(body[p:]); !ok {
+	if kl >= 0 {
+		r.key = body[p : p+int(kl) : p+int(kl)]
+		p += int(kl)
+	}
+	vl, w, ok := varint32At(body, p)
+	if !ok || vl < -1 || int(vl) > end-p-w {
 		return r, 0, fmt.Errorf("%w: bad value length", ErrCorrupt)
 	}
 	p += w
-	hc, w, ok := readVarint32(body[p:])
+	if vl >= 0 {
+		r.value = body[p : p+int(vl) : p+int(vl)]
+		p += int(vl)
+	}
+	hc, w, ok := varint32At(body, p)
 	// Each header takes at least two bytes (key and value lengths).
-	if !ok || hc < 0 || int(hc) > (len(body)-p-w)/2 {
+	if !ok || hc < 0 || int(hc) > (end-p-w)/2 {
 		return r, 0, fmt.Errorf("%w: bad header count", ErrCorrupt)
 	}
 	p += w
 	start := p
 	for i := range int(hc) {
-		kl, w, ok := readVarint32(body[p:])
-		if !ok || kl < 0 || int(kl) > len(body)-p-w {
+		kl, w, ok := varint32At(body, p)
+		if !ok || kl < 0 || int(kl) > end-p-w {
 			return r, 0, fmt.Errorf("%w: header %d: bad key length", ErrCorrupt, i)
 		}
 		p += w + int(kl)
-		if _, w, ok = readBytes(body[p:]); !ok {
+		vl, w, ok := varint32At(body, p)
+		if !ok || vl < -1 || int(vl) > end-p-w {
 			return r, 0, fmt.Errorf("%w: header %d: bad value length", ErrCorrupt, i)
 		}
-		p += w
+		p += w + max(int(vl), 0)
 	}
-	if p != len(body) {
-		return r, 0, fmt.Errorf("%w: record has %d bytes past its fields", ErrCorrupt, len(body)-p)
+	if p != end {
+		return r, 0, fmt.Errorf("%w: record has %d bytes past its fields", ErrCorrupt, end-p)
 	}
 	r.nHeaders = int(hc)
 	r.headers = body[start:p]
-	return r, size, nil
+	return r, end, nil
 }
 
 // appendHeaders decodes n headers from raw (validated by parseRecord) onto
