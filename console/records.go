@@ -210,7 +210,7 @@ func (v *RecordsView) add(batches []byte, q recordsQuery, budget *int) (full boo
 	for sc.Next() {
 		h := sc.Header()
 		var br record.BatchReader
-		if err := br.Reset(sc.Batch(), maxInflated); err != nil {
+		if err := sc.Read(&br, maxInflated); err != nil {
 			return false, fmt.Errorf("batch at %d: %w", h.BaseOffset, err)
 		}
 		for br.Next(&rec) {

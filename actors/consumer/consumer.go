@@ -758,7 +758,7 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 		// A reader per batch: records of a compressed batch alias the
 		// reader's buffer, which the next Reset would overwrite.
 		var br record.BatchReader
-		if err := br.Reset(sc.Batch(), record.MaxInflatedBytes); err != nil {
+		if err := sc.Read(&br, record.MaxInflatedBytes); err != nil { // checked by sc.Next
 			return out, next, epoch, &CorruptBatchError{Partition: tp, Offset: next, NextOffset: h.NextOffset(), Err: err}
 		}
 		for br.Next(&rec) {

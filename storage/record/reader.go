@@ -8,6 +8,7 @@ package record
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -380,6 +381,12 @@ func (r *BatchReader) Reset(batch []byte, maxUncompressed int) error {
 		r.err = err
 		return err
 	}
+	return r.reset(batch, h, maxUncompressed)
+}
+
+// reset is Reset past CheckFrame: batch passed it, with header h.
+func (r *BatchReader) reset(batch []byte, h Header, maxUncompressed int) error {
+	r.w, r.err, r.h = walker{}, nil, h
 	area, err := recordsArea(&h, batch, r.buf[:0], maxUncompressed)
 	if err != nil {
 		r.err = err
@@ -476,6 +483,19 @@ func (s *BatchScanner) Next() bool {
 	s.batch, s.h = rest[:size:size], h
 	s.consumed += size
 	return true
+}
+
+// Read positions br before the first record of the current batch, as
+// br.Reset(s.Batch(), maxUncompressed) would, without checking the frame
+// (and computing its CRC) again: Next did. Call it only after Next returned
+// true.
+func (s *BatchScanner) Read(br *BatchReader, maxUncompressed int) error {
+	if s.batch == nil {
+		err := errors.New("record: BatchScanner.Read without a current batch")
+		br.w, br.err, br.h = walker{}, err, Header{}
+		return err
+	}
+	return br.reset(s.batch, s.h, maxUncompressed)
 }
 
 // Batch is the current batch, exactly its size; it aliases the buffer.

@@ -515,3 +515,53 @@ func TestValidateCountMismatch(t *testing.T) {
 		})
 	}
 }
+
+// BatchScanner.Read reads each scanned batch as BatchReader.Reset does,
+// for every codec, and refuses to read when there is no current batch.
+func TestBatchScannerRead(t *testing.T) {
+	var buf []byte
+	var want [][]Record
+	for i, c := range codecs {
+		recs := []Record{{Key: []byte("k"), Value: []byte(fmt.Sprint("v", i)), Timestamp: 5,
+			Headers: []RecordHeader{{Key: "h", Value: []byte("x")}}}, {Value: bytes.Repeat([]byte{byte(i)}, 300), Timestamp: 6}}
+		b := mustBuild(t, c, recs...)
+		got, err := Records(b, 1<<20)
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		buf = append(buf, b...)
+		want = append(want, got)
+	}
+	sc := Batches(buf)
+	var br BatchReader
+	if err := sc.Read(&br, 1<<20); err == nil || br.Next(new(Record)) {
+		t.Fatal("Read before Next: no error, or a record")
+	}
+	n := 0
+	for sc.Next() {
+		if err := sc.Read(&br, 1<<20); err != nil {
+			t.Fatalf("batch %d: %v", n, err)
+		}
+		if br.Header() != sc.Header() {
+			t.Fatalf("batch %d: header %+v, scanned %+v", n, br.Header(), sc.Header())
+		}
+		var rec Record
+		for i := 0; br.Next(&rec); i++ {
+			w := want[n][i]
+			if rec.Offset != w.Offset || !bytes.Equal(rec.Key, w.Key) || !bytes.Equal(rec.Value, w.Value) || len(rec.Headers) != len(w.Headers) {
+				t.Fatalf("batch %d record %d: %+v, want %+v", n, i, rec, w)
+			}
+		}
+		if br.Err() != nil {
+			t.Fatalf("batch %d: %v", n, br.Err())
+		}
+		n++
+	}
+	if sc.Err() != nil || n != len(codecs) {
+		t.Fatalf("%d batches, %v", n, sc.Err())
+	}
+	// Past the last batch there is none to read.
+	if err := sc.Read(&br, 1<<20); err == nil {
+		t.Fatal("Read after the last batch: no error")
+	}
+}
