@@ -214,6 +214,7 @@ type faultFS struct {
 	OSFS
 	mu        sync.Mutex
 	failWrite bool // WriteAt on .log files fails after writing half
+	failIndex bool // WriteAt on .index and .timeindex files fails
 	failSync  bool
 	readGate  chan struct{} // when set, ReadAt on .log files waits for it to close
 	reading   chan struct{} // signalled when a ReadAt starts waiting
@@ -249,7 +250,12 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	if isLog {
 		f.fs.logWrites++
 	}
+	ext := filepath.Ext(f.name)
+	failIndex := f.fs.failIndex && (ext == indexSuffix || ext == timeIndexSuffix)
 	f.fs.mu.Unlock()
+	if failIndex {
+		return 0, errInjected
+	}
 	if fail {
 		n, _ := f.File.WriteAt(p[:len(p)/2], off) // a torn write: half lands
 		return n, errInjected

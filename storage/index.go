@@ -12,7 +12,11 @@
 // lock. Entries not yet written to the file are written on flush, roll and
 // close; an index that does not survive a crash is rebuilt from the log.
 // A segment's indexes are written whole when it is sealed (roll, load,
-// cleaning), and its entries then leave the heap (segIndex.release).
+// cleaning), and its entries then leave the heap (segIndex.release). The
+// active segment's leave it as they go: once spillIndexEntries are in
+// memory the append path writes them out and keeps only later ones
+// (segIndex.spill), so a 1 GiB active segment does not hold its ~5 MiB of
+// entries on the heap until it rolls.
 
 package storage
 
@@ -42,9 +46,17 @@ type timeEntry struct {
 	rel uint32
 }
 
+// spillIndexEntries is how many entries (offset and time together) the
+// active segment keeps in memory before the append path writes them to the
+// files and drops them (about 10 MiB of log at the default index
+// interval); a variable so that tests can spill small logs.
+var spillIndexEntries = 5000
+
 // segIndex holds both indexes of one segment.
 //
-// The active segment's entries live in memory (offsets, times). Once a
+// The active segment's latest entries live in memory (offsets, times);
+// the first offBase offset and timeBase time entries, spilled, are in the
+// files only (lookups below the first entry in memory search them). Once a
 // sealed segment's entries are all written to its files, release drops
 // them: lookups then binary-search the files (pread over their fixed-size
 // entries), so the heap holds the entries of the active segments only, not
@@ -59,10 +71,19 @@ type segIndex struct {
 	// offset entry's relative offset then (where a lookup guesses first).
 	onDisk  bool
 	lastRel uint32
+	// offBase and timeBase count the entries spilled (in the files, no
+	// longer in memory) while the segment is active: offsets[i] is entry
+	// offBase+i. spilledRel is entry offBase-1's relative offset.
+	offBase, timeBase int
+	spilledRel        uint32
 
 	// Owned by the writer (under Log.mu); set under mu when onDisk is.
 	offsetsWritten int // entries already in the .index file
 	timesWritten   int
+	// spillAt is the number of entries in memory at which the writer
+	// spills next (raised after a failed spill so that a failing disk is
+	// not retried on every append).
+	spillAt int
 
 	// hint is where the last read of the sealed segment ended, so that a
 	// consumer reading on needs no lookup in the files; nil while the
@@ -79,7 +100,7 @@ type readHint struct{ next, pos int64 }
 func (x *segIndex) setHint(next, pos int64) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.onDisk {
+	if x.onDisk || x.offBase > 0 {
 		if h := x.hint.Load(); h == nil || h.next != next || h.pos != pos {
 			x.hint.Store(&readHint{next: next, pos: pos})
 		}
@@ -97,8 +118,9 @@ func (x *segIndex) hinted(offset, end int64) (int64, bool) {
 }
 
 // memLookup returns the position of the last indexed batch whose base
-// offset is <= rel, or 0, and ok; !ok when the entries are on disk, and n
-// their number and lastRel the last one's relative offset.
+// offset is <= rel, or 0, and ok; !ok when the answer is among the entries
+// on disk: the first n in the file, the last of them at relative offset
+// lastRel.
 func (x *segIndex) memLookup(rel uint32) (pos uint32, n int, lastRel uint32, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -107,6 +129,9 @@ func (x *segIndex) memLookup(rel uint32) (pos uint32, n int, lastRel uint32, ok 
 	}
 	i := sort.Search(len(x.offsets), func(i int) bool { return x.offsets[i].rel > rel })
 	if i == 0 {
+		if x.offBase > 0 {
+			return 0, x.offBase, x.spilledRel, false
+		}
 		return 0, 0, 0, true
 	}
 	return x.offsets[i-1].pos, 0, 0, true
@@ -123,6 +148,9 @@ func (x *segIndex) memLookupTime(ts int64) (rel uint32, found bool, n int, ok bo
 	}
 	i := sort.Search(len(x.times), func(i int) bool { return x.times[i].ts >= ts })
 	if i == 0 {
+		if x.timeBase > 0 {
+			return 0, false, x.timeBase, false
+		}
 		return 0, false, 0, true
 	}
 	return x.times[i-1].rel, true, 0, true
@@ -139,6 +167,9 @@ func (x *segIndex) memLastTimeBefore(rel uint32) (e timeEntry, found bool, n int
 	}
 	i := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel >= rel })
 	if i == 0 {
+		if x.timeBase > 0 {
+			return timeEntry{}, false, x.timeBase, false
+		}
 		return timeEntry{}, false, 0, true
 	}
 	return x.times[i-1], true, 0, true
@@ -350,7 +381,44 @@ func (x *segIndex) appendTime(e timeEntry, force bool) {
 func (x *segIndex) pending() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.offsets) > x.offsetsWritten || len(x.times) > x.timesWritten
+	return x.offBase+len(x.offsets) > x.offsetsWritten || x.timeBase+len(x.times) > x.timesWritten
+}
+
+// wantSpill reports whether the active segment holds enough entries in
+// memory to spill them. Writer only.
+func (x *segIndex) wantSpill() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return !x.onDisk && len(x.offsets)+len(x.times) >= max(x.spillAt, spillIndexEntries)
+}
+
+// spill drops the entries already written to the files from memory,
+// keeping any later ones: lookups below the first entry left search the
+// files. Writer only.
+func (x *segIndex) spill() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.onDisk {
+		return
+	}
+	if k := x.offsetsWritten - x.offBase; k > 0 {
+		x.spilledRel = x.offsets[k-1].rel
+		x.offsets = append([]offsetEntry(nil), x.offsets[k:]...)
+		x.offBase += k
+	}
+	if k := x.timesWritten - x.timeBase; k > 0 {
+		x.times = append([]timeEntry(nil), x.times[k:]...)
+		x.timeBase += k
+	}
+	x.spillAt = 0
+}
+
+// spillFailed puts the next spill off until as many entries again are in
+// memory. Writer only.
+func (x *segIndex) spillFailed() {
+	x.mu.Lock()
+	x.spillAt = len(x.offsets) + len(x.times) + spillIndexEntries
+	x.mu.Unlock()
 }
 
 // release drops the entries from memory once all of them are in the
@@ -360,14 +428,15 @@ func (x *segIndex) pending() bool {
 func (x *segIndex) release() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.onDisk || len(x.offsets) != x.offsetsWritten || len(x.times) != x.timesWritten {
+	if x.onDisk || x.offBase+len(x.offsets) != x.offsetsWritten || x.timeBase+len(x.times) != x.timesWritten {
 		return
 	}
-	x.lastRel = 0
+	x.lastRel = x.spilledRel
 	if n := len(x.offsets); n > 0 {
 		x.lastRel = x.offsets[n-1].rel
 	}
 	x.offsets, x.times, x.onDisk = nil, nil, true
+	x.offBase, x.timeBase, x.spilledRel = 0, 0, 0
 }
 
 // memEntries is how many entries the index holds in memory.
@@ -383,6 +452,7 @@ func (x *segIndex) reset() {
 	x.offsets = x.offsets[:0]
 	x.times = x.times[:0]
 	x.onDisk, x.lastRel = false, 0
+	x.offBase, x.timeBase, x.spilledRel, x.spillAt = 0, 0, 0, 0
 	x.offsetsWritten, x.timesWritten = 0, 0
 	x.hint.Store(nil)
 	x.mu.Unlock()
@@ -391,8 +461,8 @@ func (x *segIndex) reset() {
 // writeTo writes the entries not yet in the files. Writer only.
 func (x *segIndex) writeTo(offFile, timeFile File) error {
 	x.mu.RLock()
-	offs := x.offsets[x.offsetsWritten:]
-	times := x.times[x.timesWritten:]
+	offs := x.offsets[x.offsetsWritten-x.offBase:]
+	times := x.times[x.timesWritten-x.timeBase:]
 	x.mu.RUnlock()
 	if len(offs) > 0 {
 		buf := make([]byte, len(offs)*offsetEntrySize)

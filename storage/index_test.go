@@ -232,3 +232,105 @@ func TestSearchEntries(t *testing.T) {
 		}
 	}
 }
+
+// withSpillEntries sets spillIndexEntries for one test.
+func withSpillEntries(t *testing.T, n int) {
+	old := spillIndexEntries
+	spillIndexEntries = n
+	t.Cleanup(func() { spillIndexEntries = old })
+}
+
+// checkActiveSpilled fails unless the active segment keeps fewer than
+// spillIndexEntries entries (and a batch's worth) in memory and has
+// spilled some to its files.
+func checkActiveSpilled(t *testing.T, l *Log) {
+	t.Helper()
+	_, active := l.indexMemEntries()
+	l.rmu.RLock()
+	a := l.segs[len(l.segs)-1]
+	l.rmu.RUnlock()
+	a.idx.mu.RLock()
+	offBase, timeBase := a.idx.offBase, a.idx.timeBase
+	a.idx.mu.RUnlock()
+	if active > spillIndexEntries+2 || offBase == 0 || timeBase == 0 {
+		t.Fatalf("active segment: %d entries in memory (spill at %d), %d offset and %d time entries spilled", active, spillIndexEntries, offBase, timeBase)
+	}
+}
+
+// The active segment keeps only its latest index entries in memory: the
+// rest are written to its files as it grows, and every lookup (reads at
+// every offset, by timestamp, the max timestamp) answers through both;
+// also after truncating into it, appending on and reopening.
+func TestActiveIndexSpills(t *testing.T) {
+	withSpillEntries(t, 40)
+	for _, p := range []perm{allPerms()[0], allPerms()[3*2*2+2*2]} { // none; a codec with fsync per batch
+		t.Run(p.name, func(t *testing.T) {
+			cfg := indexTestConfig(p)
+			cfg.SegmentBytes = 64 << 20 // one segment throughout
+			dir := t.TempDir()
+			l := openLog(t, dir, cfg)
+			want := appendBatches(t, l, p.codec, 1, 150, 4, 10_000)
+			if n := l.NumSegments(); n != 1 {
+				t.Fatalf("%d segments, want 1", n)
+			}
+			checkActiveSpilled(t, l)
+			checkLookups(t, l, want, 0)
+			checkRecords(t, readAllRecords(t, l, 0, 5000), want, 0)
+
+			// Truncation rebuilds the entries in memory; appending
+			// spills them again.
+			end, err := l.TruncateTo(int64(len(want) / 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = want[:end]
+			checkLookups(t, l, want, 0)
+			more := appendBatches(t, l, p.codec, 1000, 150, 4, want[len(want)-1].Timestamp+1)
+			want = append(want, more...)
+			checkActiveSpilled(t, l)
+			checkLookups(t, l, want, 0)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The files hold every entry, in order: reopened, the log
+			// loads them (a broken index would be rebuilt, not loaded).
+			l = openLog(t, dir, cfg)
+			checkLookups(t, l, want, 0)
+			checkRecords(t, readAllRecords(t, l, 0, 3000), want, 0)
+			more = appendBatches(t, l, p.codec, 2000, 100, 4, want[len(want)-1].Timestamp+1)
+			want = append(want, more...)
+			checkActiveSpilled(t, l)
+			checkLookups(t, l, want, 0)
+		})
+	}
+}
+
+// A spill that cannot write the index files keeps the entries in memory,
+// appends go on, and the next spill after the disk recovers writes them.
+func TestActiveIndexSpillFailure(t *testing.T) {
+	withSpillEntries(t, 40)
+	p := allPerms()[0]
+	cfg := indexTestConfig(p)
+	cfg.SegmentBytes = 64 << 20
+	fsys := &faultFS{}
+	cfg.FS = fsys
+	l := openLog(t, t.TempDir(), cfg)
+	fsys.mu.Lock()
+	fsys.failIndex = true
+	fsys.mu.Unlock()
+	want := appendBatches(t, l, p.codec, 1, 100, 4, 10_000)
+	if _, active := l.indexMemEntries(); active <= spillIndexEntries {
+		t.Fatalf("%d entries in memory although the files cannot be written", active)
+	}
+	checkLookups(t, l, want, 0)
+	fsys.mu.Lock()
+	fsys.failIndex = false
+	fsys.mu.Unlock()
+	more := appendBatches(t, l, p.codec, 2, 150, 4, want[len(want)-1].Timestamp+1)
+	want = append(want, more...)
+	checkActiveSpilled(t, l)
+	checkLookups(t, l, want, 0)
+	if err := l.Close(); err != nil {
+		t.Fatalf("close after the disk recovered: %v", err)
+	}
+}

@@ -863,7 +863,26 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 	s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
 	s.size.Store(pos + int64(len(batch)))
 	l.leo.Store(h.NextOffset())
+	l.spillIndex(s)
 	return nil
+}
+
+// spillIndex writes the active segment's index entries to its files and
+// drops them from memory once spillIndexEntries are there (see
+// segIndex.spill). The batch is appended whatever happens here: a failed
+// write is logged and left to the next flush or roll (which fail the log
+// if the files still cannot be written), and the next spill waits for as
+// many entries again. Caller holds mu.
+func (l *Log) spillIndex(s *segment) {
+	if !s.idx.wantSpill() {
+		return
+	}
+	if err := s.writeIndexes(l); err != nil {
+		l.logger.WithError(err).WithField("segment", s.base).Warn("writing out the active segment's index entries failed; they stay in memory")
+		s.idx.spillFailed()
+		return
+	}
+	s.idx.spill()
 }
 
 // appendRunLocked writes the first batches of hs (headers final, frames
@@ -917,6 +936,7 @@ func (l *Log) appendRunLocked(batches []byte, hs []record.Header) (int, int, err
 	}
 	s.size.Store(pos + int64(size))
 	l.leo.Store(hs[n-1].NextOffset())
+	l.spillIndex(s)
 	return n, size, nil
 }
 
