@@ -701,14 +701,24 @@ func (a *Accumulator) partDeadline(p *partition, idle bool) (at time.Time, ok bo
 // out and was retried or failed, or an unknown id) is ignored: Complete
 // returns nil. The returned slice belongs to the caller.
 func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delivery {
+	return a.CompleteAppend(nil, id, baseOffset, err)
+}
+
+// CompleteAppend is Complete appending the deliveries to dst (returned as
+// is for an id not in flight): a caller that hands them out and forgets
+// them can reuse one slice instead of allocating one per batch (a
+// Delivery per record: ~650 KB for a 1 MiB batch of 100 B records).
+func (a *Accumulator) CompleteAppend(dst []Delivery, id BatchID, baseOffset int64, err error) []Delivery {
 	b := a.takeInFlight(id)
 	if b == nil {
-		return nil
+		return dst
 	}
 	if err != nil {
-		return a.fail(nil, b, a.produceErr(b, err))
+		return a.fail(dst, b, a.produceErr(b, err))
 	}
-	out := make([]Delivery, len(b.reports))
+	n := len(dst)
+	dst = slices.Grow(dst, len(b.reports))[:n+len(b.reports)]
+	out := dst[n:]
 	a.stats.RecordsDelivered += uint64(len(b.reports))
 	if a.cfg.RecycleSent && b.attempts == 1 && a.cfg.Compression == record.CompressionNone {
 		a.recycleBuffer(b.bytes, b)
@@ -721,7 +731,7 @@ func (a *Accumulator) Complete(id BatchID, baseOffset int64, err error) []Delive
 		out[i] = Delivery{Report: r, TopicPartition: b.part.tp, Offset: off}
 	}
 	a.release(b)
-	return out
+	return dst
 }
 
 // produceErr is the error of b's records when its send failed with err.

@@ -6,8 +6,10 @@ package producer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -977,5 +979,52 @@ func TestRecycleSent(t *testing.T) {
 			t.Fatalf("bytes reused without RecycleSent by batch %d", i)
 		}
 		off.Complete(next.ID, int64(i), nil)
+	}
+}
+
+// varintSize agrees with encoding/binary's zigzag varint at every length
+// boundary and at the extremes.
+func TestVarintSize(t *testing.T) {
+	vs := []int64{0, -1, 1, math.MinInt64, math.MaxInt64}
+	for shift := 1; shift < 63; shift++ {
+		for _, d := range []int64{-1, 0, 1} {
+			vs = append(vs, int64(1)<<shift+d, -(int64(1)<<shift)+d)
+		}
+	}
+	var buf [binary.MaxVarintLen64]byte
+	for _, v := range vs {
+		if got, want := varintSize(v), binary.PutVarint(buf[:], v); got != want {
+			t.Errorf("varintSize(%d) = %d, want %d", v, got, want)
+		}
+	}
+}
+
+// CompleteAppend gives the deliveries Complete gives, after what dst
+// holds; an id not in flight leaves dst as it is.
+func TestCompleteAppend(t *testing.T) {
+	a := newAcc(t, Config{BatchSize: 1 << 20, Linger: time.Hour, DeliveryTimeout: 2 * time.Hour})
+	for i := 0; i < 10; i++ {
+		mustAppend(t, a, t0, tpA, i, 10)
+		mustAppend(t, a, t0, tpB, 100+i, 10)
+	}
+	a.Flush()
+	ready := readyCopy(a, t0)
+	if len(ready) != 2 {
+		t.Fatalf("%d batches ready, want 2", len(ready))
+	}
+	want := a.Complete(ready[0].ID, 40, nil)
+	dst := []Delivery{{Offset: -7}}
+	got := a.CompleteAppend(dst, ready[1].ID, 40, nil)
+	if len(got) != 11 || got[0].Offset != -7 {
+		t.Fatalf("CompleteAppend returned %d deliveries starting %+v, want dst's one and 10", len(got), got[0])
+	}
+	for i, d := range got[1:] {
+		w := want[i]
+		if d.Offset != w.Offset || d.Offset != 40+int64(i) || d.Err != nil || d.TopicPartition != tpB || d.Report != 100+i {
+			t.Fatalf("delivery %d: %+v; Complete's for the other batch: %+v", i, d, w)
+		}
+	}
+	if again := a.CompleteAppend(got[:1], ready[1].ID, 40, nil); len(again) != 1 {
+		t.Fatalf("completing again appended %d deliveries", len(again)-1)
 	}
 }

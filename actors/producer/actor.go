@@ -192,6 +192,9 @@ type producerActor struct {
 	lastTopic string
 	lastMeta  *topicMeta
 	inflight  map[int64]inflight // by correlation id
+	// scratch is the slice successful responses' deliveries are built in,
+	// reused (deliverScratch).
+	scratch []Delivery
 	// endpoints is the subscription to the remote's endpoint events.
 	endpoints *eventstream.Subscription
 	blocked   []*waitingSend // sends refused with ErrBufferFull, retried after completions
@@ -481,9 +484,9 @@ func (p *producerActor) onResponse(ctx actor.Context, now time.Time, resp *messa
 	cause := code.Err(resp.ErrorMessage)
 	switch {
 	case code == 0:
-		p.deliver(ctx, acc.Complete(f.id, resp.BaseOffset, nil))
+		p.deliverScratch(ctx, acc.CompleteAppend(p.scratch[:0], f.id, resp.BaseOffset, nil))
 	case code == messages.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
-		p.deliver(ctx, acc.Complete(f.id, -1, nil))
+		p.deliverScratch(ctx, acc.CompleteAppend(p.scratch[:0], f.id, -1, nil))
 	case code == messages.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
 		p.onSequenceError(ctx, f, code, acc.OutOfOrderSequence(f.id, now, cause))
 	case code == messages.ErrorCode_ERROR_CODE_UNKNOWN_PRODUCER_ID, code == messages.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH:
@@ -606,6 +609,21 @@ func (p *producerActor) deliver(ctx actor.Context, ds []Delivery) {
 	now := time.Now()
 	for _, d := range ds {
 		p.reply(ctx, now, d.Report.(*report), Delivered{Topic: d.TopicPartition.Topic, Partition: d.TopicPartition.Partition, Offset: d.Offset, Err: d.Err})
+	}
+}
+
+// maxScratch is the most deliveries the actor's reused slice keeps room
+// for between responses (~4.5 MB); a larger batch's slice is dropped.
+const maxScratch = 1 << 16
+
+// deliverScratch delivers ds, which reuses p.scratch, and keeps its
+// backing array for the next response, cleared so that it holds no
+// reports.
+func (p *producerActor) deliverScratch(ctx actor.Context, ds []Delivery) {
+	p.deliver(ctx, ds)
+	clear(ds)
+	if cap(ds) <= maxScratch {
+		p.scratch = ds[:0]
 	}
 }
 
