@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
@@ -59,5 +60,12 @@ func TestRecordCountHintForgedCount(t *testing.T) {
 	}
 	if got := recordCountHint([]byte("garbage that is no batch header at all, long enough to parse as one...")); got != 0 {
 		t.Fatalf("recordCountHint(garbage) = %d, want 0", got)
+	}
+}
+
+// decode allocates a Message per record fetched: keep it free of padding.
+func TestMessageHasNoPadding(t *testing.T) {
+	if got := unsafe.Sizeof(Message{}); got != 112 {
+		t.Errorf("Message is %d bytes, want 112 (field order leaves padding?)", got)
 	}
 }
