@@ -100,9 +100,9 @@ type latencies struct {
 	// every: keep one sample in every this many (Kafka's tool keeps at
 	// most 500,000 the same way); 0 or 1: all.
 	every int64
-	sum     float64
-	max     float64
-	n       int64
+	sum   float64
+	max   float64
+	n     int64
 	// window for progress lines
 	wn   int64
 	wsum float64
