@@ -861,6 +861,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, check func() error) e
 		return l.fail(err)
 	}
 	s.noteBatch(h, pos, l.cfg.IndexIntervalBytes)
+	s.markChecked(pos, pos+int64(len(batch))) // its checksum was checked (Append, AppendMany)
 	s.size.Store(pos + int64(len(batch)))
 	l.leo.Store(h.NextOffset())
 	l.spillIndex(s)
@@ -934,6 +935,7 @@ func (l *Log) appendRunLocked(batches []byte, hs []record.Header) (int, int, err
 		s.noteBatch(h, at, l.cfg.IndexIntervalBytes)
 		at += int64(h.Size())
 	}
+	s.markChecked(pos, pos+int64(size)) // every caller checked the frames' checksums
 	s.size.Store(pos + int64(size))
 	l.leo.Store(hs[n-1].NextOffset())
 	l.spillIndex(s)

@@ -112,8 +112,10 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 	}
 	i := 0
 	var next int64 // after the last batch served
+	checked := s.checked.Load()
 	for i < n {
-		hh, err := record.CheckFrame(buf[i:])
+		at := pos + int64(i)
+		hh, err := checkServed(buf[i:], at, checked)
 		if errors.Is(err, record.ErrShortBuffer) {
 			break // a batch cut by maxBytes: left for the next read
 		}
@@ -128,11 +130,38 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 		}
 		i += hh.Size()
 		next = hh.NextOffset()
+		if at == checked {
+			checked = s.markChecked(at, pos+int64(i))
+		}
 	}
 	if i > 0 {
 		s.idx.setHint(next, pos+int64(i)) // where a consumer reading on starts
 	}
 	return buf[:i], nil
+}
+
+// checkServed checks the batch at the start of b, at position at of its
+// segment, before it is served: record.CheckFrame's checks, without the
+// CRC32C when the batch lies wholly below checked (segment.checked: its
+// checksum already passed in this process).
+func checkServed(b []byte, at, checked int64) (record.Header, error) {
+	h, err := record.CheckFrameNoChecksum(b)
+	if err != nil || at+int64(h.Size()) <= checked {
+		return h, err
+	}
+	return h, record.VerifyChecksum(b[:h.Size()], &h)
+}
+
+// markChecked moves checked from exactly from to to (batches in between
+// have just passed their checks) and returns its value afterwards. It does
+// nothing when checked is elsewhere: a write, another reader or a
+// truncation moved it meanwhile, and checked only ever covers a contiguous
+// run from the segment's start.
+func (s *segment) markChecked(from, to int64) int64 {
+	if s.checked.CompareAndSwap(from, to) {
+		return to
+	}
+	return s.checked.Load()
 }
 
 // findBatch returns the position and header of the first batch in the

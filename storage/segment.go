@@ -74,6 +74,13 @@ type segment struct {
 	size      atomic.Int64 // bytes of complete batches, readable
 	maxTS     atomic.Int64 // largest batch max timestamp, -1 when empty
 	corruptAt int64        // >= 0: framing broke here in a sealed segment; reads past it fail
+	// checked is a position below which every batch has passed its CRC32C
+	// check in this process: when appended (every append path checks it)
+	// or when an earlier read served it. Reads check only what lies at or
+	// past it (read.go), so serving the same bytes again, or bytes this
+	// process wrote, costs no second checksum. 0 for a segment opened from
+	// disk; lowered by truncation.
+	checked atomic.Int64
 	// maxTSAt is the first batch holding maxTS (maxts.go): set by the
 	// writer on append and by every scan that rebuilds the segment (so
 	// recovery and truncation rebuild it); nil while unknown (a sealed

@@ -70,6 +70,9 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		return 0, l.fail(err)
 	}
 	s.size.Store(pos)
+	if s.checked.Load() > pos {
+		s.checked.Store(pos)
+	}
 	s.corruptAt = -1
 	l.segs = l.segs[:i+1]
 	l.leo.Store(s.next)

@@ -219,24 +219,40 @@ func Checksum(batch []byte) uint32 { return crc32.Checksum(batch[offAttributes:]
 // after it): the whole frame is present, magic is 2, the CRC32C matches and
 // the offset delta is sane. It returns the header; the batch is b[:h.Size()].
 func CheckFrame(b []byte) (Header, error) {
+	h, err := CheckFrameNoChecksum(b)
+	if err != nil {
+		return h, err
+	}
+	return h, VerifyChecksum(b[:h.Size()], &h)
+}
+
+// CheckFrameNoChecksum is CheckFrame without the CRC32C, for a batch whose
+// checksum has passed before (a log serving bytes it checked when they
+// were appended).
+func CheckFrameNoChecksum(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
-	size := h.Size()
-	if len(b) < size {
+	if len(b) < h.Size() {
 		return h, ErrShortBuffer
 	}
 	if h.Magic != Magic {
 		return h, fmt.Errorf("%w: magic %d", ErrMagic, h.Magic)
 	}
-	if got := Checksum(b[:size]); got != h.CRC {
-		return h, fmt.Errorf("%w: stored %08x, computed %08x", ErrChecksum, h.CRC, got)
-	}
 	if h.LastOffsetDelta < 0 {
 		return h, fmt.Errorf("%w: negative last offset delta %d", ErrCorrupt, h.LastOffsetDelta)
 	}
 	return h, nil
+}
+
+// VerifyChecksum checks batch (exactly one batch, header h) against its
+// CRC32C.
+func VerifyChecksum(batch []byte, h *Header) error {
+	if got := Checksum(batch); got != h.CRC {
+		return fmt.Errorf("%w: stored %08x, computed %08x", ErrChecksum, h.CRC, got)
+	}
+	return nil
 }
 
 // Validate checks that b is exactly one well-formed v2 batch as a producer
