@@ -4,7 +4,8 @@
 // records. protoactor's endpoint writer calls Serialize (its
 // RootSerializable hook) before marshaling a message for another process;
 // Serialize encodes every other field (proto.Marshal of a copy without the
-// records, so a field added to fetch.proto is never left out) and the
+// records, withoutRecords, which a test holds to every field of the
+// message) and the
 // records' tag and length into the frame's headroom, right in front of the
 // records, and returns a message whose marshaling is that one slice. The
 // bytes are standard protobuf (the records field after the others, which
@@ -49,20 +50,41 @@ var (
 // Serialize is protoactor's hook before m is marshaled for the remote (see
 // the file comment).
 func (m *FetchResponse) Serialize() (remote.RootSerialized, error) {
-	return serializeFramed(m, m.Records, fetchRecordsField)
+	return serializeFramed(m, m.Records, fetchRecordsField, m.withoutRecords)
+}
+
+// withoutRecords is a copy of m's fields but its records. A field added to
+// fetch.proto must be added here: TestWithoutRecordsCopiesEveryField
+// fails until it is.
+func (m *FetchResponse) withoutRecords() proto.Message {
+	return &FetchResponse{
+		CorrelationId: m.CorrelationId, Topic: m.Topic, Partition: m.Partition,
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, HighWatermark: m.HighWatermark,
+		LastStableOffset: m.LastStableOffset, LogStartOffset: m.LogStartOffset,
+		DivergingEpoch: m.DivergingEpoch, LeaderEpoch: m.LeaderEpoch,
+	}
 }
 
 // Serialize is protoactor's hook before m is marshaled for the remote (see
 // the file comment): a producer's batch in a frame is sent without a copy.
 func (m *ProduceRequest) Serialize() (remote.RootSerialized, error) {
-	return serializeFramed(m, m.Records, produceRecordsField)
+	return serializeFramed(m, m.Records, produceRecordsField, m.withoutRecords)
+}
+
+// withoutRecords is a copy of m's fields but its records (see
+// FetchResponse.withoutRecords).
+func (m *ProduceRequest) withoutRecords() proto.Message {
+	return &ProduceRequest{
+		Topic: m.Topic, Partition: m.Partition, Acks: m.Acks, TimeoutMs: m.TimeoutMs,
+		CurrentLeaderEpoch: m.CurrentLeaderEpoch, CorrelationId: m.CorrelationId,
+	}
 }
 
 // serializeFramed encodes m, whose records field (number num) holds
 // records, into the records' frame if they are in one, else with
-// proto.Marshal.
-func serializeFramed(m proto.Message, records []byte, num protowire.Number) (remote.RootSerialized, error) {
-	if b, ok := framedEncoding(m, records, num); ok {
+// proto.Marshal. rest returns m without its records.
+func serializeFramed(m proto.Message, records []byte, num protowire.Number, rest func() proto.Message) (remote.RootSerialized, error) {
+	if b, ok := framedEncoding(records, num, rest); ok {
 		return &encoded{m: m, data: b}, nil
 	}
 	b, err := proto.Marshal(m)
@@ -72,9 +94,10 @@ func serializeFramed(m proto.Message, records []byte, num protowire.Number) (rem
 	return &encoded{m: m, data: b}, nil
 }
 
-// framedEncoding is m's encoding laid out in the frame of records (m's
-// field num), if they are in one and the other fields fit its headroom.
-func framedEncoding(m proto.Message, records []byte, num protowire.Number) ([]byte, bool) {
+// framedEncoding is a message's encoding laid out in the frame of records
+// (its field num), if they are in one and the other fields (rest: the
+// message without its records) fit its headroom.
+func framedEncoding(records []byte, num protowire.Number, rest func() proto.Message) ([]byte, bool) {
 	if len(records) == 0 {
 		return nil, false
 	}
@@ -83,15 +106,7 @@ func framedEncoding(m proto.Message, records []byte, num protowire.Number) ([]by
 		return nil, false
 	}
 	head := whole[:frame.Headroom]
-	src := m.ProtoReflect()
-	rr := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Number() != num {
-			rr.Set(fd, v)
-		}
-		return true
-	})
-	hdr, err := proto.Marshal(rr.Interface())
+	hdr, err := proto.MarshalOptions{}.MarshalAppend(make([]byte, 0, 64), rest())
 	if err != nil {
 		return nil, false
 	}

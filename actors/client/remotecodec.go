@@ -143,7 +143,7 @@ type piece struct {
 // fields but envelopes, then each envelope's fields but message_data
 // followed by its message_data, each large message_data a piece of its own.
 func marshalBatchMessage(b *remote.MessageBatch) (mem.BufferSlice, error) {
-	head, err := proto.Marshal(withoutField(b, batchEnvelopesNum))
+	head, err := proto.Marshal(batchHead(b))
 	if err != nil {
 		return nil, fmt.Errorf("marshal batch: %w", err)
 	}
@@ -153,7 +153,7 @@ func marshalBatchMessage(b *remote.MessageBatch) (mem.BufferSlice, error) {
 		if e == nil {
 			return nil, errors.New("marshal batch: nil envelope")
 		}
-		if envs[i], err = proto.Marshal(withoutField(e, envelopeDataNum)); err != nil {
+		if envs[i], err = proto.Marshal(envelopeHead(e)); err != nil {
 			return nil, fmt.Errorf("marshal envelope %d: %w", i, err)
 		}
 		batchLen += protowire.SizeTag(batchEnvelopesNum) + protowire.SizeBytes(envelopeLen(envs[i], e.MessageData))
@@ -203,6 +203,28 @@ func envelopeLen(rest, data []byte) int {
 		return len(rest)
 	}
 	return len(rest) + protowire.SizeTag(envelopeDataNum) + protowire.SizeBytes(len(data))
+}
+
+// batchHead is b without its envelopes, a shallow copy (the fields share
+// b's values). TestCodecHeadsCopyEveryField holds it to every field of
+// protoactor's MessageBatch but envelopes; copying by reflection
+// (withoutField) cost ~2 µs per batch and envelope.
+func batchHead(b *remote.MessageBatch) proto.Message {
+	if len(b.ProtoReflect().GetUnknown()) > 0 {
+		return withoutField(b, batchEnvelopesNum)
+	}
+	return &remote.MessageBatch{TypeNames: b.TypeNames, Targets: b.Targets, Senders: b.Senders}
+}
+
+// envelopeHead is e without its message_data (see batchHead).
+func envelopeHead(e *remote.MessageEnvelope) proto.Message {
+	if len(e.ProtoReflect().GetUnknown()) > 0 {
+		return withoutField(e, envelopeDataNum)
+	}
+	return &remote.MessageEnvelope{
+		TypeId: e.TypeId, Target: e.Target, Sender: e.Sender, SerializerId: e.SerializerId,
+		MessageHeader: e.MessageHeader, TargetRequestId: e.TargetRequestId, SenderRequestId: e.SenderRequestId,
+	}
 }
 
 // withoutField returns a shallow copy of m (its fields share m's values)

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -402,4 +403,44 @@ func FuzzRemoteCodecUnmarshal(f *testing.F) {
 			t.Fatalf("decoded %x differently:\n got %v\nwant %v", in, got, want)
 		}
 	})
+}
+
+// TestCodecHeadsCopyEveryField: the copies the codec marshals in front of
+// the pieces hold every field of protoactor's MessageBatch and
+// MessageEnvelope but envelopes and message_data (a field added by a
+// protoactor upgrade and not copied fails here), unknown fields included.
+func TestCodecHeadsCopyEveryField(t *testing.T) {
+	env := &remote.MessageEnvelope{TypeId: 1, MessageData: []byte{9}, Target: 2, Sender: 3, SerializerId: 4,
+		MessageHeader: &remote.MessageHeader{HeaderData: map[string]string{"k": "v"}}, TargetRequestId: 5, SenderRequestId: 6}
+	batch := &remote.MessageBatch{TypeNames: []string{"a"}, Targets: []*actor.PID{{Id: "t"}},
+		Envelopes: []*remote.MessageEnvelope{env}, Senders: []*actor.PID{{Id: "s"}}}
+	unknown := proto.Clone(env).(*remote.MessageEnvelope)
+	unknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
+	for _, c := range []struct {
+		src, copied proto.Message
+		without     protowire.Number
+	}{
+		{batch, batchHead(batch), batchEnvelopesNum},
+		{env, envelopeHead(env), envelopeDataNum},
+		{unknown, envelopeHead(unknown), envelopeDataNum},
+	} {
+		src, got := c.src.ProtoReflect(), c.copied.ProtoReflect()
+		fields := src.Descriptor().Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			switch {
+			case !src.Has(fd):
+				t.Fatalf("%s: the test sets no %s: set every field", src.Descriptor().Name(), fd.Name())
+			case fd.Number() == c.without:
+				if got.Has(fd) {
+					t.Errorf("%s: the copy holds %s", src.Descriptor().Name(), fd.Name())
+				}
+			case !got.Get(fd).Equal(src.Get(fd)):
+				t.Errorf("%s: field %s not copied", src.Descriptor().Name(), fd.Name())
+			}
+		}
+		if string(got.GetUnknown()) != string(src.GetUnknown()) {
+			t.Errorf("%s: unknown fields not copied", src.Descriptor().Name())
+		}
+	}
 }
