@@ -311,8 +311,8 @@ func ValidateBody(b []byte, h *Header) error {
 	if len(b) < HeaderSize || len(b) != h.Size() {
 		return ErrShortBuffer
 	}
-	if got := Checksum(b); got != h.CRC {
-		return fmt.Errorf("%w: stored %08x, computed %08x", ErrChecksum, h.CRC, got)
+	if err := VerifyChecksum(b, h); err != nil {
+		return err
 	}
 	if h.Compression() == CompressionNone {
 		return tileRecords(b[HeaderSize:], h.RecordCount)

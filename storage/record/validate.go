@@ -75,8 +75,8 @@ func CheckRecords(b []byte, h *Header, maxInflated int) error {
 	if len(b) < HeaderSize || len(b) != h.Size() {
 		return ErrShortBuffer
 	}
-	if got := Checksum(b); got != h.CRC {
-		return fmt.Errorf("%w: stored %08x, computed %08x", ErrChecksum, h.CRC, got)
+	if err := VerifyChecksum(b, h); err != nil {
+		return err
 	}
 	area := b[HeaderSize:]
 	c := h.Compression()
