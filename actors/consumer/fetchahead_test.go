@@ -66,16 +66,28 @@ func TestHandlerModeFetchesAheadWhileHandling(t *testing.T) {
 	if off := next(); off != 0 {
 		t.Fatalf("first fetch from %d, want 0", off)
 	}
-	// The fake leader answers 50 records per fetch: the fetch of 50 on
-	// comes while the handler still holds records 0..49.
+	// The handler gets records 0..49 and holds them until released. The
+	// fetch ahead may leave before or after the handler is entered; what
+	// matters is that it leaves while the handler holds them. A consumer
+	// that fetched only after handling would send nothing until release,
+	// and next() would time out.
+	poll.Until(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls != 1 {
+			return fmt.Errorf("handler called %d times, want 1", calls)
+		}
+		return nil
+	})
+	// The fake leader answers 50 records per fetch.
 	if off := next(); off != 50 {
 		t.Fatalf("second fetch from %d, want 50 (the end of the first answer)", off)
 	}
 	mu.Lock()
-	inHandler := calls == 1
+	inHandler := calls == 1 && len(handled) == 50
 	mu.Unlock()
 	if !inHandler {
-		t.Fatal("the handler returned before the second fetch: not fetched ahead")
+		t.Fatal("the handler was called again before release: records handled out of turn")
 	}
 	unblock()
 	poll.Until(t, 5*time.Second, func() error {
