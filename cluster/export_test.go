@@ -8,10 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// StopKeepAliveForTest stops renewing r's lease without revoking it, so
-// tests can watch it expire.
-func StopKeepAliveForTest(r *Registration) { r.stopKeepAlive() }
-
 // KeepLeaseForTest exposes the lease keeper.
 func KeepLeaseForTest(s *Store, lease int64, ttl time.Duration, granted time.Time) (done <-chan struct{}, lost func() bool, stop func()) {
 	k := keepLease(s.client, clientv3.LeaseID(lease), ttl, granted, s.logger)

@@ -236,6 +236,17 @@ func (r *Registration) Close() error {
 	return r.closeErr
 }
 
+// Abandon stops renewing the lease without revoking it (for a host
+// stopping without an etcd quorum, where a revocation cannot commit): the
+// registration is deleted when the lease expires, after its TTL. Close
+// after Abandon does nothing.
+func (r *Registration) Abandon() {
+	r.closeOnce.Do(func() {
+		r.stopKeepAlive()
+		r.logger.Info("host registration abandoned; it expires with its lease")
+	})
+}
+
 // stopKeepAlive stops renewing the lease without revoking it, and waits
 // until Done is closed. The lease then expires after its TTL.
 func (r *Registration) stopKeepAlive() { r.keeper.Stop() }

@@ -957,7 +957,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
-	h.controlledShutdown(ctx)
+	storeGone := !h.controlledShutdown(ctx)
 	if h.cleaner != nil {
 		// Aborts the cleanings in progress (they start over after the
 		// restart), so no replica's stop waits for one.
@@ -973,9 +973,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 		// hosts of a cluster stopping) its etcd calls only end with their
 		// timeouts; the process ends regardless and its leases lapse.
 		if pid := h.localController.Load(); pid != nil {
-			if err := h.system.Root.PoisonFuture(pid).Wait(); err != nil {
-				h.logger.WithError(err).Warn("the controller did not stop in time; its election lease lapses by itself")
-			}
+			h.stopController(pid, storeGone)
 		}
 	}
 	if h.provider != nil {
@@ -992,7 +990,11 @@ func (h *Host) shutdown(ctx context.Context) error {
 	} else if h.system != nil {
 		h.system.Shutdown()
 	}
-	if h.reg != nil {
+	if h.reg != nil && storeGone {
+		// The revocation cannot commit without a quorum and would only
+		// wait out its timeout (5 s): the lease lapses by itself.
+		h.reg.Abandon()
+	} else if h.reg != nil {
 		if err := h.reg.Close(); err != nil {
 			// Without an etcd quorum (the other members already gone) the
 			// revoke cannot commit; the lease lapses by itself. Not a
@@ -1019,15 +1021,40 @@ func (h *Host) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stopController stops the local controller candidate and waits until it
+// has stopped (resigned, if elected). When the metadata store did not
+// answer (storeGone) its etcd calls cannot commit and would each wait out
+// their timeouts, seconds in all: then it is waited for only briefly and
+// stops by itself while the rest of the host stops (an election it may
+// hold lapses with its lease, as it would have).
+func (h *Host) stopController(pid *actor.PID, storeGone bool) {
+	wait := 10 * time.Second // PoisonFuture's own timeout
+	if storeGone {
+		wait = 500 * time.Millisecond
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.system.Root.PoisonFuture(pid).Wait() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			h.logger.WithError(err).Warn("the controller did not stop in time; its election lease lapses by itself")
+		}
+	case <-time.After(wait):
+		h.logger.WithField("waited", wait).Info("the controller is still stopping (the metadata store does not answer); not waiting for it")
+	}
+}
+
 // controlledShutdown asks the controller to move leadership of this
 // host's partitions to other in-sync replicas before the replicas stop,
 // retrying for up to 8 s (a controller may be failing over; the last host
 // of a cluster has no quorum to ask). Partitions
-// with no other in-sync replica stay here until the host goes.
-func (h *Host) controlledShutdown(ctx context.Context) {
+// with no other in-sync replica stay here until the host goes. It reports
+// false when the metadata store did not answer within a second (true when
+// it answered, or was not asked).
+func (h *Host) controlledShutdown(ctx context.Context) (storeAnswers bool) {
 	ctrl := h.localController.Load()
 	if ctrl == nil || h.reg == nil || h.fenceClosed() {
-		return
+		return true // not asked
 	}
 	// Without an etcd quorum (the last hosts of a cluster stopping) there
 	// is no controller to ask: do not wait for one.
@@ -1036,8 +1063,9 @@ func (h *Host) controlledShutdown(ctx context.Context) {
 	cancel()
 	if err != nil {
 		h.logger.WithError(err).Info("controlled shutdown skipped: the metadata store does not answer")
-		return
+		return false
 	}
+	storeAnswers = true
 	deadline := time.Now().Add(8 * time.Second)
 	for attempt := 1; ; attempt++ {
 		req := &messages.ControlledShutdownRequest{HostId: h.hostID.Load(), BrokerEpoch: h.reg.Epoch()}
