@@ -969,9 +969,8 @@ func (h *Host) shutdown(ctx context.Context) error {
 	}
 	if h.cluster != nil && h.cluster.Remote != nil {
 		// Stop the controller candidate first: if elected it resigns, so
-		// a standby takes over at once. Without an etcd quorum (the last
-		// hosts of a cluster stopping) its etcd calls only end with their
-		// timeouts; the process ends regardless and its leases lapse.
+		// a standby takes over at once (see stopController for a store
+		// that does not answer).
 		if pid := h.localController.Load(); pid != nil {
 			h.stopController(pid, storeGone)
 		}
@@ -1028,17 +1027,20 @@ func (h *Host) shutdown(ctx context.Context) error {
 // stops by itself while the rest of the host stops (an election it may
 // hold lapses with its lease, as it would have).
 func (h *Host) stopController(pid *actor.PID, storeGone bool) {
-	wait := 10 * time.Second // PoisonFuture's own timeout
-	if storeGone {
-		wait = 500 * time.Millisecond
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- h.system.Root.PoisonFuture(pid).Wait() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
+	if !storeGone {
+		if err := h.system.Root.PoisonFuture(pid).Wait(); err != nil {
 			h.logger.WithError(err).Warn("the controller did not stop in time; its election lease lapses by itself")
 		}
+		return
+	}
+	const wait = 500 * time.Millisecond
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.system.Root.PoisonFuture(pid).Wait() // its outcome: the select below
+	}()
+	select {
+	case <-stopped:
 	case <-time.After(wait):
 		h.logger.WithField("waited", wait).Info("the controller is still stopping (the metadata store does not answer); not waiting for it")
 	}
@@ -1051,7 +1053,7 @@ func (h *Host) stopController(pid *actor.PID, storeGone bool) {
 // with no other in-sync replica stay here until the host goes. It reports
 // false when the metadata store did not answer within a second (true when
 // it answered, or was not asked).
-func (h *Host) controlledShutdown(ctx context.Context) (storeAnswers bool) {
+func (h *Host) controlledShutdown(ctx context.Context) bool {
 	ctrl := h.localController.Load()
 	if ctrl == nil || h.reg == nil || h.fenceClosed() {
 		return true // not asked
@@ -1065,7 +1067,6 @@ func (h *Host) controlledShutdown(ctx context.Context) (storeAnswers bool) {
 		h.logger.WithError(err).Info("controlled shutdown skipped: the metadata store does not answer")
 		return false
 	}
-	storeAnswers = true
 	deadline := time.Now().Add(8 * time.Second)
 	for attempt := 1; ; attempt++ {
 		req := &messages.ControlledShutdownRequest{HostId: h.hostID.Load(), BrokerEpoch: h.reg.Epoch()}
@@ -1077,14 +1078,14 @@ func (h *Host) controlledShutdown(ctx context.Context) (storeAnswers bool) {
 			// Give the broker a moment to act on the new metadata (its
 			// leaders become followers) before the replicas are drained.
 			cluster.SleepCtx(ctx, 300*time.Millisecond)
-			return
+			return true
 		case err == nil && ok && resp.ErrorCode == messages.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH:
 			h.logger.WithField("error", resp.ErrorMessage).Warn("controlled shutdown refused; stopping anyway")
-			return
+			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			h.logger.WithError(err).WithField("answer", res).Warn("controlled shutdown did not complete; stopping anyway (leadership moves when the lease goes)")
-			return
+			return true
 		}
 		cluster.SleepCtx(ctx, 500*time.Millisecond)
 	}
