@@ -13,9 +13,11 @@
 //   - At most capacity replicas run: those already running (or stopping,
 //     or preparing their directory) first, then the others in (topic,
 //     partition) order (admitReplicas).
-//   - A replica whose topic id or configs changed is stopped (its log
-//     deleted when the topic id changed: a new topic of the same name) and
-//     spawned again once it has stopped.
+//   - A replica whose topic id changed is stopped, its log deleted (a new
+//     topic of the same name), and spawned again once it has stopped.
+//   - New configs reopen a replica's log in place (Reopen), except for the
+//     offsets topic's leader here, or a replica with a group coordinator
+//     beside it: those restart (stop, then spawn) with their coordinator.
 //   - A new leader epoch moves a replica in place (Transition), except the
 //     offsets topic's leader here, or a replica with a group coordinator
 //     beside it: those restart (stop, then spawn) with their coordinator.
@@ -56,6 +58,9 @@ const (
 	// actUpdateISR: hand the running leader of key the partition's new ISR
 	// and partition epoch.
 	actUpdateISR
+	// actReopen: reopen the running replica of key in place with the
+	// topic's new configs and the partition's state (replica.Reopen).
+	actReopen
 	// actStop: stop the replica of key (and its coordinator); delete its
 	// log once stopped when remove is set.
 	actStop
@@ -74,6 +79,8 @@ func (k actionKind) String() string {
 		return "transition"
 	case actUpdateISR:
 		return "update-isr"
+	case actReopen:
+		return "reopen"
 	case actStop:
 		return "stop"
 	case actRemoveDir:
@@ -175,9 +182,15 @@ func plan(v view) planned {
 				continue
 			}
 			add(action{kind: actSpawn, key: key, t: t, p: p})
-		case r.topicID != t.TopicId || !sameConfigs(r.configs, t.Configs):
-			add(action{kind: actStop, key: key, remove: r.topicID != t.TopicId})
-		case r.epoch != p.LeaderEpoch && r.coordinator == nil && !(t.Name == messages.OffsetsTopic && p.Leader == v.self):
+		case r.topicID != t.TopicId:
+			add(action{kind: actStop, key: key, remove: true})
+		case !sameConfigs(r.configs, t.Configs) && inPlace(v, t, p, r):
+			// New configs: the replica reopens its log in place,
+			// answering every request it already holds.
+			add(action{kind: actReopen, key: key, t: t, p: p})
+		case !sameConfigs(r.configs, t.Configs):
+			add(action{kind: actStop, key: key})
+		case r.epoch != p.LeaderEpoch && inPlace(v, t, p, r):
 			// A new leader epoch: the replica changes role in place,
 			// answering every request it already holds.
 			add(action{kind: actTransition, key: key, t: t, p: p})
@@ -201,6 +214,14 @@ func plan(v view) planned {
 		add(action{kind: actStop, key: key, remove: notHosted(v.self, v.topics, key)})
 	}
 	return out
+}
+
+// inPlace reports whether the replica r of t's partition p may change in
+// place (Transition, Reopen): all but the offsets topic's leader here and
+// a replica with a group coordinator beside it, which restart with their
+// coordinator.
+func inPlace(v view, t *messages.TopicMetadata, p *messages.PartitionState, r *running) bool {
+	return r.coordinator == nil && !(t.Name == messages.OffsetsTopic && p.Leader == v.self)
 }
 
 // preparing reports whether key's directory is being claimed.

@@ -104,6 +104,8 @@ func (b *Broker) apply(ctx actor.Context, actions []action) {
 			b.armRetry(ctx, a.at)
 		case actTransition:
 			b.transitionReplica(ctx, a.t, a.p, b.replicas[a.key])
+		case actReopen:
+			b.reopenReplica(ctx, a.t, a.p, b.replicas[a.key])
 		case actUpdateISR:
 			r := b.replicas[a.key]
 			r.partitionEpoch = a.p.PartitionEpoch
@@ -159,16 +161,31 @@ func (b *Broker) replicaConfig(t *messages.TopicMetadata, p *messages.PartitionS
 }
 
 // transitionReplica moves a running replica to p's new leader epoch in
-// place (see replica.Transition).
+// place (replica.Transition); reopenReplica has it reopen its log in place
+// with t's new configs (replica.Reopen).
 func (b *Broker) transitionReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState, r *running) {
+	b.changeInPlace(ctx, t, p, r, "replica not moved to the new leader epoch; stopping it", func(cfg replica.Config) any { return &replica.Transition{Config: cfg} })
+}
+
+func (b *Broker) reopenReplica(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState, r *running) {
+	if b.changeInPlace(ctx, t, p, r, "replica not reopened with the new configs; stopping it", func(cfg replica.Config) any { return &replica.Reopen{Config: cfg} }) {
+		r.configs = t.Configs
+	}
+}
+
+// changeInPlace sends r the message change makes of its new config and
+// reports true; when the config cannot be made, it logs failed, stops
+// the replica and reports false.
+func (b *Broker) changeInPlace(ctx actor.Context, t *messages.TopicMetadata, p *messages.PartitionState, r *running, failed string, change func(replica.Config) any) bool {
 	cfg, err := b.replicaConfig(t, p)
 	if err != nil {
-		b.logger.WithError(err).WithFields(logrus.Fields{"topic": t.Name, "partition": p.Partition}).Error("replica not moved to the new leader epoch; stopping it")
+		b.logger.WithError(err).WithFields(logrus.Fields{"topic": t.Name, "partition": p.Partition}).Error(failed)
 		b.stopReplica(ctx, tp{t.Name, p.Partition}, false)
-		return
+		return false
 	}
-	ctx.Send(r.pid, &replica.Transition{Config: cfg})
+	ctx.Send(r.pid, change(cfg))
 	r.epoch, r.partitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+	return true
 }
 
 // startReplica starts the replica of p: once its directory is claimed for
@@ -237,18 +254,30 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 	return nil
 }
 
+// replicaCloseTimeout bounds waiting for a replica to close its log
+// before it is stopped anyway.
+const replicaCloseTimeout = 10 * time.Second
+
 // stopReplica stops a replica (and the coordinator beside it, first, so
 // that it writes nothing more) and reports replicaStopped once both have
-// stopped.
+// stopped. The replica first closes its log (replica.Close), answering
+// what arrives meanwhile, and then takes a poison pill behind the
+// requests queued until then, which it answers too: a stop (a system
+// message, ahead of the mailbox) would drop them unanswered.
 func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 	r := b.replicas[key]
 	b.stopping[key] = true
 	stopReplica := func() {
-		ctx.ReenterAfter(ctx.StopFuture(r.pid), func(_ any, err error) {
+		ctx.ReenterAfter(ctx.RequestFuture(r.pid, &replica.Close{}, replicaCloseTimeout), func(_ any, err error) {
 			if err != nil {
-				b.logger.WithError(err).WithField("topic", key.topic).Warn("waiting for replica to stop")
+				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to close its log; stopping it anyway")
 			}
-			ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
+			ctx.ReenterAfter(ctx.PoisonFuture(r.pid), func(_ any, err error) {
+				if err != nil {
+					b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to stop")
+				}
+				ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
+			})
 		})
 	}
 	if r.coordinator == nil {

@@ -241,7 +241,10 @@ type Replica struct {
 	// growth counts the bytes appended, for waking parked fetches.
 	growth byteClock
 	// unclean unregisters the log from the cleaner (nil: not registered).
-	unclean   func()
+	unclean func()
+	// closed: Close has closed the log; requests get
+	// NOT_LEADER_OR_FOLLOWER until the actor stops.
+	closed    bool
 	retention *time.Ticker
 	stopTick  chan struct{}
 }
@@ -312,6 +315,9 @@ var incarnations atomic.Uint64
 
 // Receive dispatches the replica's messages.
 func (r *Replica) Receive(ctx actor.Context) {
+	if r.closed && !closedRequest(ctx.Message()) {
+		return
+	}
 	if req, ok := ctx.Message().(*messages.ProduceRequest); ok && r.queueProduce(ctx, req) {
 		return
 	}
@@ -342,6 +348,10 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onTruncateStep(ctx, msg)
 	case fetchStep:
 		r.onFetchStep(ctx, msg)
+	case *Close:
+		r.onClose(ctx)
+	case *Reopen:
+		r.onReopen(ctx, msg)
 	case *Transition:
 		r.onTransition(ctx, msg)
 	case *UpdateISR:
@@ -366,7 +376,12 @@ func (r *Replica) Receive(ctx actor.Context) {
 	}
 }
 
-func (r *Replica) onStarted(ctx actor.Context) {
+func (r *Replica) onStarted(ctx actor.Context) { r.open(ctx) }
+
+// open opens the log of r.cfg and takes up the replica's role: at the
+// start and on Reopen. A log that cannot open stops the actor (the broker
+// reopens the partition after a backoff).
+func (r *Replica) open(ctx actor.Context) {
 	l, err := storage.Open(r.cfg.Dir, withLogger(r.cfg.Log, r.logger))
 	if ctx.Parent() != nil {
 		ctx.Send(ctx.Parent(), &Opened{Topic: r.cfg.Topic, Partition: r.cfg.Partition, Err: err})
@@ -495,12 +510,58 @@ func withLogger(c storage.Config, l *logrus.Entry) storage.Config {
 	return c
 }
 
+// Close closes a replica's log ahead of its stop: the broker stops a
+// replica it deletes, moves away or restarts with its group coordinator
+// with Close, then a poison pill. Closing takes its time (the high
+// watermark checkpoint, the log's last flush); protoactor drops,
+// unanswered, every user message still in a stopped actor's mailbox, so a
+// client request that came in while an actor closed its log in Stopping
+// waited out its whole timeout (10 s for the console's and CLI's offset
+// lookups). A closed replica answers every request at once with
+// NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata and retries,
+// reaching the replica that replaces it), and then takes the poison pill
+// behind them: what can still be dropped is only what arrives between the
+// pill and the actor's removal (microseconds; a client that sends again
+// the instant it gets an answer can land there). Answered with *Closed.
+// Sent only by the parent broker in this process (it is no proto message
+// and cannot come over the actor remote).
+type Close struct{}
+
+// Closed answers Close: the log is closed.
+type Closed struct{}
+
+// closedRequest reports whether a closed replica still handles msg: the
+// requests, answered with an error by their handlers (checkTarget), and
+// the actor's own lifecycle. Timers, steps and the broker's updates of a
+// replica that is going away are ignored.
+func closedRequest(msg any) bool {
+	switch msg.(type) {
+	case *messages.ProduceRequest, *InternalProduce, *messages.FetchRequest, *messages.ListOffsetsRequest,
+		*messages.OffsetForLeaderEpochRequest, getStateSignal, *Close, *actor.Stopping, *actor.Stopped:
+		return true
+	}
+	return false
+}
+
+func (r *Replica) onClose(ctx actor.Context) {
+	r.shut(ctx, "replica closing", "leader closing before the in-sync replicas had the batch")
+	r.closed = true
+	ctx.Respond(&Closed{})
+}
+
 func (r *Replica) onStopping(ctx actor.Context) {
+	r.shut(ctx, "replica stopping", "leader stopping before the in-sync replicas had the batch")
+}
+
+// shut stops the replica's timers and cleaning, answers what is parked
+// and closes the log (once: Close, then Stopping).
+func (r *Replica) shut(ctx actor.Context, fetchWhy, produceWhy string) {
 	if r.retention != nil {
 		r.retention.Stop()
 		close(r.stopTick)
+		r.retention = nil
 	}
-	r.answerParked(ctx, "replica stopping", "leader stopping before the in-sync replicas had the batch")
+	r.answerParked(ctx, fetchWhy, produceWhy)
 	if r.unclean != nil {
 		// Aborts a cleaning of the log in progress and waits for it to
 		// end, so none runs into the Close.
@@ -547,36 +608,72 @@ func (r *Replica) answerParked(ctx actor.Context, fetchWhy, produceWhy string) {
 type Transition struct{ Config Config }
 
 func (r *Replica) onTransition(ctx actor.Context, m *Transition) {
-	cfg := m.Config
-	if cfg.Now == nil {
-		cfg.Now = r.cfg.Now
-	}
-	cfg = cfg.withDefaults()
-	log := r.logger.WithFields(logrus.Fields{"leader_epoch": cfg.LeaderEpoch, "previous_leader_epoch": r.cfg.LeaderEpoch})
-	switch {
-	case r.log == nil:
-		log.Warn("replica: transition ignored: the log is not open")
-		return
-	case cfg.Topic != r.cfg.Topic || cfg.Partition != r.cfg.Partition || cfg.Dir != r.cfg.Dir:
-		log.WithFields(logrus.Fields{"to_topic": cfg.Topic, "to_partition": cfg.Partition}).Error("replica: transition to another partition refused")
-		return
-	case cfg.LeaderEpoch < r.cfg.LeaderEpoch:
-		log.Warn("replica: transition to an older leader epoch ignored")
+	cfg, ok := r.inPlace(m.Config, "transition")
+	if !ok {
 		return
 	}
 	r.answerParked(ctx, "leader epoch changed", "leadership changed before the in-sync replicas had the batch")
 	r.checkpointHighWatermark()
-	// A new incarnation: steps and answers the old role scheduled or
-	// awaits (follower fetches, retries) are ignored when they arrive.
-	r.inc = incarnations.Add(1)
-	r.nextWait = r.inc << 32
+	r.incarnate(cfg)
+	r.assumeRole(ctx)
+}
+
+// inPlace completes cfg, the config of a Transition or Reopen (what), and
+// reports whether the replica may take it: its log is open, cfg is of the
+// same partition and directory, at the same or a newer leader epoch.
+func (r *Replica) inPlace(cfg Config, what string) (Config, bool) {
+	if cfg.Now == nil {
+		cfg.Now = r.cfg.Now
+	}
+	cfg = cfg.withDefaults()
 	if cfg.Hosts == nil {
 		cfg.Hosts = r.cfg.Hosts
 	}
+	log := r.logger.WithFields(logrus.Fields{"leader_epoch": cfg.LeaderEpoch, "previous_leader_epoch": r.cfg.LeaderEpoch})
+	switch {
+	case r.log == nil:
+		log.Warn("replica: " + what + " ignored: the log is not open")
+		return cfg, false
+	case cfg.Topic != r.cfg.Topic || cfg.Partition != r.cfg.Partition || cfg.Dir != r.cfg.Dir:
+		log.WithFields(logrus.Fields{"to_topic": cfg.Topic, "to_partition": cfg.Partition}).Error("replica: " + what + " to another partition refused")
+		return cfg, false
+	case cfg.LeaderEpoch < r.cfg.LeaderEpoch:
+		log.Warn("replica: " + what + " to an older leader epoch ignored")
+		return cfg, false
+	}
+	return cfg, true
+}
+
+// incarnate makes the replica a new incarnation of cfg, with no role yet:
+// steps and answers the old one scheduled or awaits (follower fetches,
+// retries) are ignored when they arrive.
+func (r *Replica) incarnate(cfg Config) {
+	r.inc = incarnations.Add(1)
+	r.nextWait = r.inc << 32
 	r.cfg = cfg
 	r.leader, r.following = nil, nil
 	r.wokeHW, r.wokeLEO = -1, -1 // the new role's bounds are news to its first wake-up
-	r.assumeRole(ctx)
+}
+
+// Reopen has a running replica close its log and open it again with a
+// new config (new topic configs: retention, segment size, cleanup policy,
+// min.insync.replicas, ...) in place, of the same partition and log
+// directory. The broker used to stop the actor and spawn a new one, and
+// requests in the old actor's mailbox were dropped unanswered (see Close);
+// here every request is answered, by the replica before the reopen or by
+// the reopened one. What is parked (long-poll fetches, acks=all produces)
+// is answered NOT_LEADER_OR_FOLLOWER, as on a restart.
+type Reopen struct{ Config Config }
+
+func (r *Replica) onReopen(ctx actor.Context, m *Reopen) {
+	cfg, ok := r.inPlace(m.Config, "reopen")
+	if !ok {
+		return
+	}
+	r.shut(ctx, "replica reopening with new configs", "leader reopening with new configs before the in-sync replicas had the batch")
+	r.incarnate(cfg)
+	r.logger.WithField("leader_epoch", cfg.LeaderEpoch).Info("replica reopening its log with new configs")
+	r.open(ctx)
 }
 
 func (r *Replica) onRetention() {
@@ -621,6 +718,9 @@ func (r *Replica) checkEpoch(reqEpoch int32) (messages.ErrorCode, string) {
 func (r *Replica) checkTarget(topic string, partition int32, epoch int32) (messages.ErrorCode, string) {
 	if topic != r.cfg.Topic || partition != r.cfg.Partition {
 		return messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("this replica is %s-%d, not %s-%d", r.cfg.Topic, r.cfg.Partition, topic, partition)
+	}
+	if r.closed {
+		return messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("this replica of %s-%d is closing (restarted with new configs, moved or deleted)", r.cfg.Topic, r.cfg.Partition)
 	}
 	if r.log == nil {
 		return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, "log not open"

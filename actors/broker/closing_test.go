@@ -1,0 +1,124 @@
+// closing_test.go: a replica the broker reopens for new topic configs
+// answers every request sent to it meanwhile.
+
+package broker_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlog/actorlog/cluster/clustertest"
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage/record"
+)
+
+// TestConfigRestartAnswersEveryRequest alters a topic's configs six
+// times (each reopens its replica, which takes the new max.message.bytes)
+// while four clients keep asking the replica for offsets. Every request
+// must be answered — with the offset, NOT_LEADER_OR_FOLLOWER from a
+// closing replica, or a dead letter between two actors — and none may
+// wait out its timeout: a replica stopped with queued requests
+// (protoactor drops a stopped actor's mailbox) left its callers waiting
+// for 10 s (the console's topic page after a config change).
+func TestConfigRestartAnswersEveryRequest(t *testing.T) {
+	s := newMem(t)
+	s.register(t, 1, 17111)
+	h := startHost1(t, s, "127.0.0.1:17111")
+	part := h.partitionOn1(t)
+	pid := actor.NewPID(h.sys.Address(), messages.ReplicaActorID("events", part))
+	ask := func() (*messages.ListOffsetsResponse, error) {
+		res, err := h.sys.Root.RequestFuture(pid, &messages.ListOffsetsRequest{
+			Topic: "events", Partition: part, Timestamp: messages.LatestTimestamp, CurrentLeaderEpoch: -1,
+		}, 3*time.Second).Result()
+		if err != nil {
+			return nil, err
+		}
+		lo, ok := res.(*messages.ListOffsetsResponse)
+		if !ok {
+			return nil, fmt.Errorf("answer %T", res)
+		}
+		return lo, nil
+	}
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		lo, err := ask()
+		if err != nil {
+			return err
+		}
+		return lo.ErrorCode.Err(lo.ErrorMessage)
+	})
+
+	var stop atomic.Bool
+	var answered, closing, dead, timedOut atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				lo, err := ask()
+				switch {
+				case errors.Is(err, actor.ErrTimeout):
+					timedOut.Add(1)
+				case errors.Is(err, actor.ErrDeadLetter):
+					dead.Add(1)
+				case err != nil:
+					t.Errorf("ask: %v", err)
+				case lo.ErrorCode == messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER:
+					closing.Add(1)
+				case lo.ErrorCode != 0:
+					t.Errorf("list offsets: %v", lo.ErrorCode.Err(lo.ErrorMessage))
+				default:
+					answered.Add(1)
+				}
+			}
+		}()
+	}
+	// A batch of about 1 KiB: refused under max.message.bytes 200,
+	// appended under the default.
+	recs := make([]record.Record, 10)
+	for i := range recs {
+		recs[i] = record.Record{Value: make([]byte, 100), Timestamp: 1000}
+	}
+	big, err := record.BuildBatch(record.CompressionNone, recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		limit := map[bool]string{true: "200", false: "1048588"}[i%2 == 0]
+		res, err := h.sys.Root.RequestFuture(h.brk, &messages.AlterTopicConfigsRequest{Name: "events", Configs: map[string]string{"max.message.bytes": limit}}, timeout).Result()
+		if err != nil {
+			t.Fatalf("alter configs: %v", err)
+		}
+		if resp, ok := res.(*messages.AdminResponse); !ok || resp.ErrorCode != 0 {
+			t.Fatalf("alter configs: %v", res)
+		}
+		// The replica took the new configs.
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			resp, err := request[*messages.ProduceResponse](t, h.sys, pid, &messages.ProduceRequest{
+				Topic: "events", Partition: part, Acks: messages.Acks_ACKS_LEADER, Records: big, CurrentLeaderEpoch: -1,
+			})
+			if err != nil {
+				return err
+			}
+			if tooLarge := resp.ErrorCode == messages.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE; tooLarge != (limit == "200") {
+				return fmt.Errorf("max.message.bytes %s: produce of %d bytes answered %v", limit, len(big), resp.ErrorCode)
+			}
+			return nil
+		})
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("answered %d, closing %d, dead letters %d, timed out %d", answered.Load(), closing.Load(), dead.Load(), timedOut.Load())
+	if timedOut.Load() != 0 {
+		t.Fatalf("%d requests to a restarting replica went unanswered", timedOut.Load())
+	}
+	if answered.Load() == 0 {
+		t.Fatal("no request answered")
+	}
+}

@@ -1,0 +1,117 @@
+// close_test.go: Close and Reopen answer every request the replica holds
+// or gets meanwhile.
+
+package replica
+
+import (
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
+)
+
+// listOffsets sends n ListOffsets requests without waiting for them.
+func (h *harness) listOffsets(n int) []*actor.Future {
+	fs := make([]*actor.Future, n)
+	for i := range fs {
+		fs[i] = h.system.Root.RequestFuture(h.pid, &messages.ListOffsetsRequest{Topic: "t", Partition: 0, Timestamp: messages.LatestTimestamp, CurrentLeaderEpoch: -1}, timeout)
+	}
+	return fs
+}
+
+// answers waits for every future's ListOffsetsResponse; its error codes.
+func answers(t *testing.T, fs []*actor.Future) map[messages.ErrorCode]int {
+	t.Helper()
+	codes := map[messages.ErrorCode]int{}
+	for i, f := range fs {
+		res, err := f.Result()
+		if err != nil {
+			t.Fatalf("request %d of %d: %v", i, len(fs), err)
+		}
+		codes[res.(*messages.ListOffsetsResponse).ErrorCode]++
+	}
+	return codes
+}
+
+func TestClosedReplicaAnswersEveryRequest(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.produce(batch(t, 3, "a"), messages.Acks_ACKS_LEADER)
+	parked := h.system.Root.RequestFuture(h.pid, &messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: 3, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 60_000, CurrentLeaderEpoch: -1, ReplicaId: -1}, timeout)
+	before := h.listOffsets(50)
+	if _, ok := h.request(&Close{}).(*Closed); !ok {
+		t.Fatal("Close not answered with Closed")
+	}
+	if codes := answers(t, before); codes[0] != 50 {
+		t.Fatalf("requests queued before Close: %v, want 50 answered", codes)
+	}
+	res, err := parked.Result()
+	if err != nil {
+		t.Fatalf("parked fetch: %v", err)
+	}
+	if f := res.(*messages.FetchResponse); f.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+		t.Fatalf("parked fetch answered %v, want NOT_LEADER_OR_FOLLOWER", f.ErrorCode)
+	}
+	notLeader := messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	if p := h.produce(batch(t, 1, "b"), messages.Acks_ACKS_ALL); p.ErrorCode != notLeader {
+		t.Fatalf("produce to a closed replica: %v", p.ErrorCode)
+	}
+	if f := h.fetch(0, 0); f.ErrorCode != notLeader {
+		t.Fatalf("fetch from a closed replica: %v", f.ErrorCode)
+	}
+	if e := h.request(&messages.OffsetForLeaderEpochRequest{Topic: "t", Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 3, ReplicaId: -1}).(*messages.OffsetForLeaderEpochResponse); e.ErrorCode != notLeader {
+		t.Fatalf("offset for leader epoch from a closed replica: %v", e.ErrorCode)
+	}
+	// Requests queued ahead of the poison pill are answered too.
+	queued := h.listOffsets(100)
+	if err := h.system.Root.PoisonFuture(h.pid).Wait(); err != nil {
+		t.Fatalf("poison: %v", err)
+	}
+	h.pid = nil
+	if codes := answers(t, queued); codes[notLeader] != 100 {
+		t.Fatalf("requests queued ahead of the pill: %v, want 100 NOT_LEADER_OR_FOLLOWER", codes)
+	}
+	// The log was closed whole: reopened, it has the three records and
+	// nothing of the refused produce.
+	h.start()
+	if recs := decode(t, h.fetch(0, 0).Records); len(recs) != 3 {
+		t.Fatalf("after reopening: %d records, want 3", len(recs))
+	}
+}
+
+func TestReopenAppliesNewConfigsInPlace(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.produce(batch(t, 3, "a"), messages.Acks_ACKS_LEADER)
+	parked := h.system.Root.RequestFuture(h.pid, &messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: 3, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 60_000, CurrentLeaderEpoch: -1, ReplicaId: -1}, timeout)
+	before := h.listOffsets(50)
+	h.system.Root.Send(h.pid, &Reopen{Config: Config{Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 4, Logger: quiet(),
+		Log: storage.Config{MaxMessageBytes: 100}}})
+	after := h.listOffsets(50)
+	// Nothing is dropped: every request before and after the reopen is
+	// served, by the replica before it or by the reopened one.
+	if codes := answers(t, append(before, after...)); codes[0] != 100 {
+		t.Fatalf("requests around the reopen: %v, want 100 answered", codes)
+	}
+	res, err := parked.Result()
+	if err != nil {
+		t.Fatalf("parked fetch: %v", err)
+	}
+	if f := res.(*messages.FetchResponse); f.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+		t.Fatalf("parked fetch answered %v, want NOT_LEADER_OR_FOLLOWER", f.ErrorCode)
+	}
+	// The new config holds (max.message.bytes 100), the log is the same,
+	// and the replica serves at the new leader epoch.
+	if p := h.produce(batch(t, 20, "big"), messages.Acks_ACKS_LEADER); p.ErrorCode != messages.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE {
+		t.Fatalf("produce over the new max.message.bytes: %v", p.ErrorCode)
+	}
+	if p := h.produce(batch(t, 1, "s"), messages.Acks_ACKS_LEADER); p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("produce after the reopen: %+v", p)
+	}
+	if recs := decode(t, h.fetch(0, 0).Records); len(recs) != 4 || string(recs[3].Key) != "s-k0" {
+		t.Fatalf("after the reopen: %d records", len(recs))
+	}
+	if st := h.request(GetState).(State); st.LeaderEpoch != 4 {
+		t.Fatalf("leader epoch after the reopen: %d, want 4", st.LeaderEpoch)
+	}
+}
