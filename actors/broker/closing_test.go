@@ -25,7 +25,8 @@ import (
 // closing replica, or a dead letter between two actors — and none may
 // wait out its timeout: a replica stopped with queued requests
 // (protoactor drops a stopped actor's mailbox) left its callers waiting
-// for 10 s (the console's topic page after a config change).
+// for 10 s (the console's topic page after a config change). Then the
+// topic is deleted, and its replica stops with the clients still asking.
 func TestConfigRestartAnswersEveryRequest(t *testing.T) {
 	s := newMem(t)
 	s.register(t, 1, 17111)
@@ -112,6 +113,22 @@ func TestConfigRestartAnswersEveryRequest(t *testing.T) {
 			return nil
 		})
 	}
+	// Deleted, the replica stops (Close, then a poison pill): what it
+	// holds or gets meanwhile is answered too.
+	res, err := h.sys.Root.RequestFuture(h.brk, &messages.DeleteTopicRequest{Name: "events"}, timeout).Result()
+	if err != nil {
+		t.Fatalf("delete topic: %v", err)
+	}
+	if resp, ok := res.(*messages.AdminResponse); !ok || resp.ErrorCode != 0 {
+		t.Fatalf("delete topic: %v", res)
+	}
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		if _, ok := h.sys.ProcessRegistry.GetLocal(pid.Id); ok {
+			return errors.New("replica still running")
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("answered %d, closing %d, dead letters %d, timed out %d", answered.Load(), closing.Load(), dead.Load(), timedOut.Load())

@@ -45,6 +45,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/group"
+	"github.com/actorlog/actorlog/internal/deadmail"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -172,9 +173,11 @@ type loadProgress struct {
 	retry       *time.Timer
 }
 
-// Props returns the props of a coordinator for cfg.
+// Props returns the props of a coordinator for cfg. Its mailbox answers
+// the requests left in it when the actor stops with a dead letter
+// (deadmail), where protoactor's would drop them unanswered.
 func Props(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) })
+	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) }, actor.WithMailbox(deadmail.Mailbox()))
 }
 
 // New returns a coordinator actor (Props wraps it).

@@ -24,6 +24,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/internal/deadmail"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 	"github.com/actorlog/actorlog/storage/record"
@@ -249,9 +250,11 @@ type Replica struct {
 	stopTick  chan struct{}
 }
 
-// Props returns the props of a replica actor for cfg.
+// Props returns the props of a replica actor for cfg. Its mailbox answers
+// the requests left in it when the actor stops with a dead letter
+// (deadmail), where protoactor's would drop them unanswered.
 func Props(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return newReplica(cfg) })
+	return actor.PropsFromProducer(func() actor.Actor { return newReplica(cfg) }, actor.WithMailbox(deadmail.Mailbox()))
 }
 
 func newReplica(cfg Config) *Replica {
@@ -520,9 +523,10 @@ func withLogger(c storage.Config, l *logrus.Entry) storage.Config {
 // lookups). A closed replica answers every request at once with
 // NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata and retries,
 // reaching the replica that replaces it), and then takes the poison pill
-// behind them: what can still be dropped is only what arrives between the
-// pill and the actor's removal (microseconds; a client that sends again
-// the instant it gets an answer can land there). Answered with *Closed.
+// behind them; what arrives between the pill and the actor's removal
+// (microseconds, but a client that sends again the instant it gets an
+// answer lands there) its mailbox answers with a dead letter (deadmail).
+// Answered with *Closed.
 // Sent only by the parent broker in this process (it is no proto message
 // and cannot come over the actor remote).
 type Close struct{}
