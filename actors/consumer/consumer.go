@@ -765,12 +765,18 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 			if rec.Offset < from || h.Control() {
 				continue
 			}
-			m := Message{Topic: resp.Topic, Partition: resp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-				LeaderEpoch: h.LeaderEpoch, Key: rec.Key, Value: rec.Value}
+			// Filled where it lies: a Message built aside and appended
+			// was copied again, with the write barriers of a bulk copy.
+			if len(out) == cap(out) {
+				out = slices.Grow(out, 1)
+			}
+			out = out[:len(out)+1]
+			m := &out[len(out)-1]
+			m.Topic, m.Partition, m.LeaderEpoch, m.Offset, m.Timestamp = resp.Topic, resp.Partition, h.LeaderEpoch, rec.Offset, rec.Timestamp
+			m.Key, m.Value = rec.Key, rec.Value
 			if len(rec.Headers) > 0 {
 				m.Headers = append([]record.RecordHeader(nil), rec.Headers...)
 			}
-			out = append(out, m)
 			next, epoch = rec.Offset+1, h.LeaderEpoch
 		}
 		if err := br.Err(); err != nil {

@@ -69,3 +69,36 @@ func TestMessageHasNoPadding(t *testing.T) {
 		t.Errorf("Message is %d bytes, want 112 (field order leaves padding?)", got)
 	}
 }
+
+// BenchmarkDecode decodes a 4 MiB fetch answer of 100-byte records in
+// 1 MiB batches (perf produce's default batch size), as the consumer does
+// for every fetch.
+func BenchmarkDecode(b *testing.B) {
+	var buf []byte
+	value := make([]byte, 100)
+	for base := int64(0); len(buf) < 4<<20; {
+		recs := make([]record.Record, 9000)
+		for i := range recs {
+			recs[i] = record.Record{Value: value, Timestamp: 1000}
+		}
+		batch, err := record.BuildBatch(record.CompressionNone, recs...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		record.SetBaseOffset(batch, base)
+		buf = append(buf, batch...)
+		base += int64(len(recs))
+	}
+	resp := &messages.FetchResponse{Topic: "t", Records: buf}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		out, _, _, err := decode(resp, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(out)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
+}
