@@ -1,14 +1,16 @@
 // replicas.go: the broker runs this host's partition replicas. reconcile
 // is the shell around plan (plan.go): it carries out plan's actions —
 // spawning a replica once its directory is claimed (dirs.go), moving one
-// to a new leader epoch in place (replica.Transition), handing a leader
-// its new ISR, stopping one (and the group coordinator beside it) and
-// removing its log — and keeps the replicas told of the registered hosts.
-// Drain stops them all for the host's shutdown.
+// to a new leader epoch in place (replica.Transition), reopening one with
+// new configs in place (replica.Reopen), handing a leader its new ISR,
+// stopping one (and the group coordinator beside it) and removing its log
+// — and keeps the replicas told of the registered hosts. Drain stops them
+// all for the host's shutdown.
 
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -269,7 +271,9 @@ func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 	b.stopping[key] = true
 	stopReplica := func() {
 		ctx.ReenterAfter(ctx.RequestFuture(r.pid, &replica.Close{}, replicaCloseTimeout), func(_ any, err error) {
-			if err != nil {
+			// A dead letter: the replica is gone already (it failed, and
+			// its restart goes through this stop).
+			if err != nil && !errors.Is(err, actor.ErrDeadLetter) {
 				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to close its log; stopping it anyway")
 			}
 			ctx.ReenterAfter(ctx.PoisonFuture(r.pid), func(_ any, err error) {
