@@ -21,8 +21,8 @@ import (
 // TestConfigRestartAnswersEveryRequest alters a topic's configs six
 // times (each reopens its replica, which takes the new max.message.bytes)
 // while four clients keep asking the replica for offsets. Every request
-// must be answered — with the offset, NOT_LEADER_OR_FOLLOWER from a
-// closing replica, or a dead letter between two actors — and none may
+// must be answered — with the offset, NOT_LEADER_OR_FOLLOWER, or a dead
+// letter (deadmail, or between two actors) — and none may
 // wait out its timeout: a replica stopped with queued requests
 // (protoactor drops a stopped actor's mailbox) left its callers waiting
 // for 10 s (the console's topic page after a config change). Then the
@@ -113,8 +113,8 @@ func TestConfigRestartAnswersEveryRequest(t *testing.T) {
 			return nil
 		})
 	}
-	// Deleted, the replica stops (Close, then a poison pill): what it
-	// holds or gets meanwhile is answered too.
+	// Deleted, the replica stops: what is left in its mailbox is answered
+	// with a dead letter.
 	res, err := h.sys.Root.RequestFuture(h.brk, &messages.DeleteTopicRequest{Name: "events"}, timeout).Result()
 	if err != nil {
 		t.Fatalf("delete topic: %v", err)

@@ -10,7 +10,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -256,32 +255,19 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 	return nil
 }
 
-// replicaCloseTimeout bounds waiting for a replica to close its log
-// before it is stopped anyway.
-const replicaCloseTimeout = 10 * time.Second
-
 // stopReplica stops a replica (and the coordinator beside it, first, so
 // that it writes nothing more) and reports replicaStopped once both have
-// stopped. The replica first closes its log (replica.Close), answering
-// what arrives meanwhile, and then takes a poison pill behind the
-// requests queued until then, which it answers too: a stop (a system
-// message, ahead of the mailbox) would drop them unanswered.
+// stopped. A request left in their mailboxes is answered with a dead
+// letter (their props' deadmail mailbox), which clients retry at once.
 func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 	r := b.replicas[key]
 	b.stopping[key] = true
 	stopReplica := func() {
-		ctx.ReenterAfter(ctx.RequestFuture(r.pid, &replica.Close{}, replicaCloseTimeout), func(_ any, err error) {
-			// A dead letter: the replica is gone already (it failed, and
-			// its restart goes through this stop).
-			if err != nil && !errors.Is(err, actor.ErrDeadLetter) {
-				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to close its log; stopping it anyway")
+		ctx.ReenterAfter(ctx.StopFuture(r.pid), func(_ any, err error) {
+			if err != nil {
+				b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to stop")
 			}
-			ctx.ReenterAfter(ctx.PoisonFuture(r.pid), func(_ any, err error) {
-				if err != nil {
-					b.logger.WithError(err).WithFields(logrus.Fields{"topic": key.topic, "partition": key.partition}).Warn("waiting for replica to stop")
-				}
-				ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
-			})
+			ctx.Send(ctx.Self(), replicaStopped{key: key, remove: remove})
 		})
 	}
 	if r.coordinator == nil {

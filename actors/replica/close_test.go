@@ -1,9 +1,10 @@
-// close_test.go: Close and Reopen answer every request the replica holds
-// or gets meanwhile.
+// close_test.go: a stop and a Reopen answer every request the replica
+// holds or gets meanwhile.
 
 package replica
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,17 +36,19 @@ func answers(t *testing.T, fs []*actor.Future) map[messages.ErrorCode]int {
 	return codes
 }
 
-func TestClosedReplicaAnswersEveryRequest(t *testing.T) {
+// TestStoppedReplicaAnswersEveryRequest: a stop (a system message, ahead
+// of the mailbox) with requests queued behind a parked long-poll: the
+// long-poll is answered NOT_LEADER_OR_FOLLOWER, every queued request a
+// dead letter (Props' mailbox), none waits out its timeout, and the log
+// reopens whole.
+func TestStoppedReplicaAnswersEveryRequest(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	h.produce(batch(t, 3, "a"), messages.Acks_ACKS_LEADER)
 	parked := h.system.Root.RequestFuture(h.pid, &messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: 3, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 60_000, CurrentLeaderEpoch: -1, ReplicaId: -1}, timeout)
-	before := h.listOffsets(50)
-	if _, ok := h.request(&Close{}).(*Closed); !ok {
-		t.Fatal("Close not answered with Closed")
-	}
-	if codes := answers(t, before); codes[0] != 50 {
-		t.Fatalf("requests queued before Close: %v, want 50 answered", codes)
-	}
+	// GetState is answered once the fetch is parked.
+	h.request(GetState)
+	queued := h.listOffsets(100)
+	stopped := h.system.Root.StopFuture(h.pid)
 	res, err := parked.Result()
 	if err != nil {
 		t.Fatalf("parked fetch: %v", err)
@@ -53,27 +56,27 @@ func TestClosedReplicaAnswersEveryRequest(t *testing.T) {
 	if f := res.(*messages.FetchResponse); f.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
 		t.Fatalf("parked fetch answered %v, want NOT_LEADER_OR_FOLLOWER", f.ErrorCode)
 	}
-	notLeader := messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-	if p := h.produce(batch(t, 1, "b"), messages.Acks_ACKS_ALL); p.ErrorCode != notLeader {
-		t.Fatalf("produce to a closed replica: %v", p.ErrorCode)
+	served, dead := 0, 0
+	for i, f := range queued {
+		res, err := f.Result()
+		switch {
+		case errors.Is(err, actor.ErrDeadLetter):
+			dead++
+		case err != nil:
+			t.Fatalf("request %d queued at the stop: %v", i, err)
+		case res.(*messages.ListOffsetsResponse).ErrorCode == 0:
+			served++ // taken before the stop came
+		default:
+			t.Fatalf("request %d: %v", i, res.(*messages.ListOffsetsResponse).ErrorCode)
+		}
 	}
-	if f := h.fetch(0, 0); f.ErrorCode != notLeader {
-		t.Fatalf("fetch from a closed replica: %v", f.ErrorCode)
-	}
-	if e := h.request(&messages.OffsetForLeaderEpochRequest{Topic: "t", Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 3, ReplicaId: -1}).(*messages.OffsetForLeaderEpochResponse); e.ErrorCode != notLeader {
-		t.Fatalf("offset for leader epoch from a closed replica: %v", e.ErrorCode)
-	}
-	// Requests queued ahead of the poison pill are answered too.
-	queued := h.listOffsets(100)
-	if err := h.system.Root.PoisonFuture(h.pid).Wait(); err != nil {
-		t.Fatalf("poison: %v", err)
+	if err := stopped.Wait(); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 	h.pid = nil
-	if codes := answers(t, queued); codes[notLeader] != 100 {
-		t.Fatalf("requests queued ahead of the pill: %v, want 100 NOT_LEADER_OR_FOLLOWER", codes)
+	if dead == 0 {
+		t.Fatalf("no request found the replica stopped (%d served): the test did not queue behind the stop", served)
 	}
-	// The log was closed whole: reopened, it has the three records and
-	// nothing of the refused produce.
 	h.start()
 	if recs := decode(t, h.fetch(0, 0).Records); len(recs) != 3 {
 		t.Fatalf("after reopening: %d records, want 3", len(recs))

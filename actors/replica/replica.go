@@ -242,10 +242,7 @@ type Replica struct {
 	// growth counts the bytes appended, for waking parked fetches.
 	growth byteClock
 	// unclean unregisters the log from the cleaner (nil: not registered).
-	unclean func()
-	// closed: Close has closed the log; requests get
-	// NOT_LEADER_OR_FOLLOWER until the actor stops.
-	closed    bool
+	unclean   func()
 	retention *time.Ticker
 	stopTick  chan struct{}
 }
@@ -318,9 +315,6 @@ var incarnations atomic.Uint64
 
 // Receive dispatches the replica's messages.
 func (r *Replica) Receive(ctx actor.Context) {
-	if r.closed && !closedRequest(ctx.Message()) {
-		return
-	}
 	if req, ok := ctx.Message().(*messages.ProduceRequest); ok && r.queueProduce(ctx, req) {
 		return
 	}
@@ -351,8 +345,6 @@ func (r *Replica) Receive(ctx actor.Context) {
 		r.onTruncateStep(ctx, msg)
 	case fetchStep:
 		r.onFetchStep(ctx, msg)
-	case *Close:
-		r.onClose(ctx)
 	case *Reopen:
 		r.onReopen(ctx, msg)
 	case *Transition:
@@ -513,52 +505,13 @@ func withLogger(c storage.Config, l *logrus.Entry) storage.Config {
 	return c
 }
 
-// Close closes a replica's log ahead of its stop: the broker stops a
-// replica it deletes, moves away or restarts with its group coordinator
-// with Close, then a poison pill. Closing takes its time (the high
-// watermark checkpoint, the log's last flush); protoactor drops,
-// unanswered, every user message still in a stopped actor's mailbox, so a
-// client request that came in while an actor closed its log in Stopping
-// waited out its whole timeout (10 s for the console's and CLI's offset
-// lookups). A closed replica answers every request at once with
-// NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata and retries,
-// reaching the replica that replaces it), and then takes the poison pill
-// behind them; what arrives between the pill and the actor's removal
-// (microseconds, but a client that sends again the instant it gets an
-// answer lands there) its mailbox answers with a dead letter (deadmail).
-// Answered with *Closed.
-// Sent only by the parent broker in this process (it is no proto message
-// and cannot come over the actor remote).
-type Close struct{}
-
-// Closed answers Close: the log is closed.
-type Closed struct{}
-
-// closedRequest reports whether a closed replica still handles msg: the
-// requests, answered with an error by their handlers (checkTarget), and
-// the actor's own lifecycle. Timers, steps and the broker's updates of a
-// replica that is going away are ignored.
-func closedRequest(msg any) bool {
-	switch msg.(type) {
-	case *messages.ProduceRequest, *InternalProduce, *messages.FetchRequest, *messages.ListOffsetsRequest,
-		*messages.OffsetForLeaderEpochRequest, getStateSignal, *Close, *actor.Stopping, *actor.Stopped:
-		return true
-	}
-	return false
-}
-
-func (r *Replica) onClose(ctx actor.Context) {
-	r.shut(ctx, "replica closing", "leader closing before the in-sync replicas had the batch")
-	r.closed = true
-	ctx.Respond(&Closed{})
-}
-
 func (r *Replica) onStopping(ctx actor.Context) {
 	r.shut(ctx, "replica stopping", "leader stopping before the in-sync replicas had the batch")
 }
 
 // shut stops the replica's timers and cleaning, answers what is parked
-// and closes the log (once: Close, then Stopping).
+// and closes the log: on Stopping, and on Reopen before the log opens
+// again.
 func (r *Replica) shut(ctx actor.Context, fetchWhy, produceWhy string) {
 	if r.retention != nil {
 		r.retention.Stop()
@@ -663,7 +616,7 @@ func (r *Replica) incarnate(cfg Config) {
 // new config (new topic configs: retention, segment size, cleanup policy,
 // min.insync.replicas, ...) in place, of the same partition and log
 // directory. The broker used to stop the actor and spawn a new one, and
-// requests in the old actor's mailbox were dropped unanswered (see Close);
+// requests in the old actor's mailbox were dropped unanswered (see Props);
 // here every request is answered, by the replica before the reopen or by
 // the reopened one. What is parked (long-poll fetches, acks=all produces)
 // is answered NOT_LEADER_OR_FOLLOWER, as on a restart.
@@ -722,9 +675,6 @@ func (r *Replica) checkEpoch(reqEpoch int32) (messages.ErrorCode, string) {
 func (r *Replica) checkTarget(topic string, partition int32, epoch int32) (messages.ErrorCode, string) {
 	if topic != r.cfg.Topic || partition != r.cfg.Partition {
 		return messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("this replica is %s-%d, not %s-%d", r.cfg.Topic, r.cfg.Partition, topic, partition)
-	}
-	if r.closed {
-		return messages.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("this replica of %s-%d is closing (restarted with new configs, moved or deleted)", r.cfg.Topic, r.cfg.Partition)
 	}
 	if r.log == nil {
 		return messages.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, "log not open"
