@@ -27,21 +27,39 @@ const (
 	probeTimeout = 500 * time.Millisecond
 	// reprobeInterval is how often a down address is dialled again.
 	reprobeInterval = 200 * time.Millisecond
+	// forgetAfter is how long a down address nobody asks about is probed
+	// before it is forgotten (its probe stops; the next HostUp for it
+	// dials afresh). A host removed from the cluster for good, or moved
+	// to another address, is not dialled forever.
+	forgetAfter = time.Minute
 )
 
+// addrState is what health knows of one address.
+type addrState struct {
+	up      bool
+	probing bool // a reprobe goroutine runs for it
+	asked   bool // up was called for it since the last reprobe tick
+}
+
+// health tracks the addresses a client asks about (HostUp) only. Its
+// remote also sees connections from others end — in a host, every client
+// that fetched or produced and went away, whose address never answers
+// again — and probing those would dial each of them five times a second
+// forever (a host that had served 26 short-lived CLI processes ran 26
+// such goroutines, ~130 refused connects a second).
 type health struct {
 	logger *logrus.Entry
 	dial   func(addr string) error
+	forget time.Duration // forgetAfter; shorter in tests
 
-	mu      sync.Mutex
-	state   map[string]bool // address → up; absent: never checked
-	probing map[string]bool
-	closed  chan struct{}
-	sub     *eventstream.Subscription
+	mu     sync.Mutex
+	addrs  map[string]*addrState // absent: never asked about, or forgotten
+	closed chan struct{}
+	sub    *eventstream.Subscription
 }
 
 func newHealth(logger *logrus.Entry, dial func(string) error) *health {
-	return &health{logger: logger, dial: dial, state: map[string]bool{}, probing: map[string]bool{}, closed: make(chan struct{})}
+	return &health{logger: logger, dial: dial, forget: forgetAfter, addrs: map[string]*addrState{}, closed: make(chan struct{})}
 }
 
 func dialProbe(addr string) error {
@@ -56,60 +74,81 @@ func dialProbe(addr string) error {
 // time it is asked about.
 func (h *health) up(addr string) bool {
 	h.mu.Lock()
-	up, known := h.state[addr]
-	h.mu.Unlock()
-	if known {
+	if s := h.addrs[addr]; s != nil {
+		s.asked = true
+		up := s.up
+		h.mu.Unlock()
 		return up
 	}
+	h.mu.Unlock()
 	err := h.dial(addr)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if up, known := h.state[addr]; known {
-		return up // decided meanwhile (a terminated event or another probe)
+	if s := h.addrs[addr]; s != nil {
+		s.asked = true
+		return s.up // decided meanwhile (a terminated event or another probe)
 	}
+	s := &addrState{asked: true}
+	h.addrs[addr] = s
 	if err != nil {
-		h.markDownLocked(addr, err)
+		h.markDownLocked(addr, s, err)
 		return false
 	}
-	h.state[addr] = true
+	s.up = true
 	return true
 }
 
-// lost marks addr down (its connection ended) until a dial succeeds.
+// lost marks addr down (its connection ended) until a dial succeeds, if
+// it is an address this client asks about; any other is no concern of it.
 func (h *health) lost(addr string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.markDownLocked(addr, nil)
+	if s := h.addrs[addr]; s != nil {
+		h.markDownLocked(addr, s, nil)
+	}
 }
 
-func (h *health) markDownLocked(addr string, err error) {
-	if h.state[addr] || !h.probing[addr] {
+func (h *health) markDownLocked(addr string, s *addrState, err error) {
+	if s.up || !s.probing {
 		h.logger.WithFields(logrus.Fields{"address": addr, "error": err}).Debug("host address down; probing it")
 	}
-	h.state[addr] = false
-	if h.probing[addr] {
+	s.up = false
+	if s.probing {
 		return
 	}
-	h.probing[addr] = true
-	go h.reprobe(addr)
+	s.probing = true
+	go h.reprobe(addr, s)
 }
 
-// reprobe dials addr until it answers (or the client closes).
-func (h *health) reprobe(addr string) {
+// reprobe dials addr until it answers, the client closes, or nobody has
+// asked about it for h.forget.
+func (h *health) reprobe(addr string, s *addrState) {
 	t := time.NewTicker(reprobeInterval)
 	defer t.Stop()
+	idle := time.Duration(0)
 	for {
 		select {
 		case <-h.closed:
 			return
 		case <-t.C:
 		}
+		h.mu.Lock()
+		if s.asked {
+			s.asked, idle = false, 0
+		} else if idle += reprobeInterval; idle >= h.forget {
+			if h.addrs[addr] == s {
+				delete(h.addrs, addr)
+			}
+			h.mu.Unlock()
+			h.logger.WithField("address", addr).Debug("host address down and not asked about; forgotten")
+			return
+		}
+		h.mu.Unlock()
 		if err := h.dial(addr); err != nil {
 			continue
 		}
 		h.mu.Lock()
-		h.state[addr] = true
-		delete(h.probing, addr)
+		s.up, s.probing = true, false
 		h.mu.Unlock()
 		h.logger.WithField("address", addr).Debug("host address reachable again")
 		return
