@@ -28,7 +28,7 @@
 //     drops after Send: nobody writes it afterwards, so grpc-go may read it
 //     until the transport has sent it.
 //   - Unmarshal: a message of at least aliasMinBytes is copied once into a
-//     fresh []byte (BufferSlice.Materialize, never pooled) and decoded with
+//     fresh, not zeroed []byte (materializeNoZero; never pooled) and decoded with
 //     each envelope's message_data aliasing that copy. The buffers grpc-go
 //     passed in are not referenced after Unmarshal returns, so their
 //     recycling cannot touch a decoded message; the fresh copy belongs to
@@ -45,6 +45,8 @@ package client
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc/encoding"
@@ -112,11 +114,32 @@ func (remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return defaultProtoCodec.Unmarshal(data, v)
 	}
 	// A private copy: grpc-go recycles data's buffers once we return.
-	b := data.Materialize()
+	b := materializeNoZero(data)
 	if err := unmarshalRemoteMessage(b, m); err != nil {
 		return fmt.Errorf("client: remote codec: %w", err)
 	}
 	return nil
+}
+
+// materializeNoZero copies data's bytes into one fresh slice, as
+// data.Materialize does, but without zeroing the slice first: every byte
+// is written by the copy. strings.Builder's Grow is the standard library's
+// one way to a non-zeroed allocation (the runtime's MakeNoZero); the
+// slice is the builder's own buffer, a []byte on the heap, which nothing
+// reads as a string. Zeroing a fresh multi-MiB buffer was ~7 % of a host's
+// CPU receiving 1 KiB produce batches and ~2.5 % of a consumer's.
+func materializeNoZero(data mem.BufferSlice) []byte {
+	n := data.Len()
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, buf := range data {
+		sb.Write(buf.ReadOnlyData())
+	}
+	s := sb.String()
+	if len(s) != n {
+		panic("client: remote codec: materialized length differs from the buffers'")
+	}
+	return unsafe.Slice(unsafe.StringData(s), n)
 }
 
 // hasLargeData reports whether the envelopes of b carry at least
