@@ -58,3 +58,37 @@ func TestOfChecksTheAddress(t *testing.T) {
 		t.Fatal("an empty frame was not recognised")
 	}
 }
+
+// TestAllocsAreSeparateAndWholeWithoutZeroing: Alloc's memory is not
+// zeroed, but each allocation is its own, every byte of it writable, and
+// its frame intact whatever the memory held before (checkptr checks the
+// slice under -race).
+func TestAllocsAreSeparateAndWholeWithoutZeroing(t *testing.T) {
+	var prev []byte
+	for i, n := range []int{1, 100, 4096, 40 << 10, 1 << 20, 1<<20 + 7, 4 << 20} {
+		b := Alloc(n)
+		if len(b) != n || Cap(b) != n {
+			t.Fatalf("Alloc(%d): len %d, Cap %d", n, len(b), Cap(b))
+		}
+		fill := byte(i + 1)
+		for j := range b {
+			b[j] = fill
+		}
+		whole, ok := Of(b)
+		if !ok || len(whole) != Headroom+n {
+			t.Fatalf("Alloc(%d): Of after filling: ok %v, len %d", n, ok, len(whole))
+		}
+		for j := range whole[:Headroom] {
+			whole[j] = fill
+		}
+		if _, ok := Of(b); !ok {
+			t.Fatalf("Alloc(%d): writing the headroom broke the frame", n)
+		}
+		for j, c := range prev {
+			if c != fill-1 {
+				t.Fatalf("Alloc(%d) wrote into the previous allocation at %d", n, j)
+			}
+		}
+		prev = b
+	}
+}
