@@ -53,6 +53,7 @@ import (
 	"github.com/actorlog/actorlog/actors/group"
 	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/internal/deadmail"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 )
@@ -296,7 +297,11 @@ func Props(cfg Config) *actor.Props {
 			restarts:      map[tp]*restartState{},
 			clampWarned:   map[string]bool{},
 		}
-	}, actor.WithSupervisor(stopOnFailure{logger: logger}))
+	}, actor.WithSupervisor(stopOnFailure{logger: logger}),
+		// A request still queued when the broker stops (a watchdog respawn,
+		// the host's shutdown) is answered with a dead letter, not dropped
+		// to wait out its caller's timeout (internal/deadmail).
+		actor.WithMailbox(deadmail.Mailbox()))
 }
 
 // Receive dispatches the broker's messages.

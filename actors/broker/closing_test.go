@@ -139,3 +139,63 @@ func TestConfigRestartAnswersEveryRequest(t *testing.T) {
 		t.Fatal("no request answered")
 	}
 }
+
+// TestStoppedBrokerAnswersQueuedRequests: requests queued for the broker
+// (and the controller) when it stops — the host shutting down, a watchdog
+// respawn — are each answered, by the actor or with a dead letter, none
+// waiting out its timeout: protoactor drops a stopped actor's mailbox.
+func TestStoppedBrokerAnswersQueuedRequests(t *testing.T) {
+	s := newMem(t)
+	s.register(t, 1, 17112)
+	h := startHost1(t, s, "127.0.0.1:17112")
+	h.partitionOn1(t)
+	for _, c := range []struct {
+		name string
+		pid  *actor.PID
+		req  any
+	}{
+		{"broker", h.brk, &messages.MetadataRequest{}},
+		{"controller", h.ctrl, &messages.CreateTopicRequest{Name: "queued", Partitions: 1, ReplicationFactor: 1}},
+	} {
+		// Asked from two goroutines while the actor is stopped, so that
+		// some requests are still queued at the stop.
+		const n = 2000
+		futures := make([]*actor.Future, n)
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += 2 {
+					futures[i] = h.sys.Root.RequestFuture(c.pid, c.req, 3*time.Second)
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		if err := h.sys.Root.StopFuture(c.pid).Wait(); err != nil {
+			t.Fatalf("stop %s: %v", c.name, err)
+		}
+		wg.Wait()
+		var answered, dead, timedOut int
+		for _, f := range futures {
+			_, err := f.Result()
+			switch {
+			case err == nil:
+				answered++
+			case errors.Is(err, actor.ErrDeadLetter):
+				dead++
+			case errors.Is(err, actor.ErrTimeout):
+				timedOut++
+			default:
+				t.Errorf("%s: %v", c.name, err)
+			}
+		}
+		t.Logf("%s: %d answered, %d dead letters, %d timed out", c.name, answered, dead, timedOut)
+		if timedOut > 0 {
+			t.Errorf("%s: %d of %d requests queued at its stop timed out", c.name, timedOut, n)
+		}
+		if dead == 0 {
+			t.Errorf("%s: no request was queued at its stop (the test shows nothing)", c.name)
+		}
+	}
+}

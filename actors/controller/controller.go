@@ -53,6 +53,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/actorlog/actorlog/cluster"
+	"github.com/actorlog/actorlog/internal/deadmail"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -121,9 +122,12 @@ type Controller struct {
 	hosts hostCache
 }
 
-// Props returns the controller's props.
+// Props returns the controller's props. A request still queued when the
+// controller stops (the host shuts down, a watchdog respawn)
+// is answered with a dead letter rather than dropped (internal/deadmail):
+// its sender retries at once instead of after its request timeout.
 func Props(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) })
+	return actor.PropsFromProducer(func() actor.Actor { return New(cfg) }, actor.WithMailbox(deadmail.Mailbox()))
 }
 
 // New returns a controller actor (Props wraps it).
@@ -177,7 +181,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 		*messages.DescribeAclsRequest, *messages.DescribeScramUsersRequest:
 		c.onSecurityRequest(ctx, msg.(proto.Message)) // acls.go
 	case *actor.Stopping:
-		c.onStopping()
+		c.onStopping(ctx)
 	case *actor.Stopped, *actor.Restarting, *pcluster.ClusterInit:
 	default:
 		if !c.role.receive(ctx, msg) {
@@ -209,9 +213,23 @@ func (c *Controller) onStarted(ctx actor.Context) {
 // onStopping resigns before going, so a standby takes over at once
 // instead of after the session TTL. The campaign and the host watch are
 // told at once and waited for together: without an etcd quorum their
-// calls only end with their timeouts. Running jobs are cancelled.
-func (c *Controller) onStopping() {
+// calls only end with their timeouts. Running jobs are cancelled; every
+// job's request is answered (queued: NOT_CONTROLLER, it did not run;
+// running: REQUEST_TIMED_OUT, it may have taken effect), not left to its
+// sender's timeout.
+func (c *Controller) onStopping(ctx actor.Context) {
 	c.cancelJobs()
+	for _, j := range c.lanes.runningJobs() {
+		if j.refuse != nil {
+			j.refuse(ctx, messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
+				fmt.Sprintf("host %d's controller stopped while the request ran; it may or may not have taken effect", c.cfg.HostID))
+		}
+	}
+	for _, j := range c.lanes.drain() {
+		if j.refuse != nil {
+			j.refuse(ctx, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("host %d's controller is stopping", c.cfg.HostID))
+		}
+	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
 	deadline := wctx.Done()

@@ -29,6 +29,8 @@ import (
 	"context"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlog/actorlog/messages"
 )
 
 // lane is one queue of jobs, run one at a time.
@@ -64,9 +66,11 @@ type job struct {
 	// start runs in the actor when the job starts and returns its work;
 	// nil when it finished in the actor (e.g. answered at once).
 	start func(ctx actor.Context) work
-	// refuse answers the job's request, if any, when the job is dropped
-	// before it started (the controller was deposed).
-	refuse func(ctx actor.Context, why string)
+	// refuse answers the job's request, if any, when the job is dropped:
+	// before it started, with NOT_CONTROLLER (the controller was deposed
+	// or is stopping), or while it ran, with REQUEST_TIMED_OUT (the
+	// controller stopped; what the work did is unknown).
+	refuse func(ctx actor.Context, code messages.ErrorCode, why string)
 }
 
 // jobDone is posted to the actor when a job's work has ended.
@@ -138,6 +142,17 @@ func (l *lanes) next() []*job {
 
 // done marks lane ln idle.
 func (l *lanes) done(ln lane) { l.running[ln] = nil }
+
+// runningJobs returns the running jobs.
+func (l *lanes) runningJobs() []*job {
+	var out []*job
+	for _, j := range l.running {
+		if j != nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
 
 // drain removes and returns every queued job, lane by lane, in order.
 func (l *lanes) drain() []*job {

@@ -198,21 +198,43 @@ func TestWritesToOneTopicAreSerialized(t *testing.T) {
 	}
 }
 
+// adminAnswer waits up to 10 s for ch's answer and fails unless it is an
+// AdminResponse with code want.
+func adminAnswer(t *testing.T, ch <-chan any, what string, want messages.ErrorCode) {
+	t.Helper()
+	select {
+	case res := <-ch:
+		if r, ok := res.(*messages.AdminResponse); !ok || r.ErrorCode != want {
+			t.Fatalf("%s: %v, want %v", what, res, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no answer", what)
+	}
+}
+
+// runningAndQueued starts an elected controller on a MemStore and leaves
+// it with CreateTopic "running" held in its etcd write (by g) and
+// CreateTopic "queued" waiting behind it; the channels get their answers.
+func runningAndQueued(t *testing.T) (s *fixture, sys *actor.ActorSystem, pid *actor.PID, g *gate, running, queued <-chan any) {
+	t.Helper()
+	s = newMem(t)
+	register(t, s, 1)
+	sys, pid, _ = spawnController(t, s, 0)
+	clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "first", Partitions: 1, ReplicationFactor: 1})
+	g = newGate(s, "CreateTopic")
+	running = async(sys, pid, &messages.CreateTopicRequest{Name: "running", Partitions: 1, ReplicationFactor: 1})
+	g.waitHeld(t, 1)
+	queued = async(sys, pid, &messages.CreateTopicRequest{Name: "queued", Partitions: 1, ReplicationFactor: 1})
+	noAnswer(t, queued, 20*time.Millisecond)
+	return s, sys, pid, g, running, queued
+}
+
 // TestDeposedRefusesQueuedJobs: when the controller loses its session,
 // the job running fails its fenced write and the jobs queued behind it
 // are refused, all with NOT_CONTROLLER (retriable); re-elected, it
 // serves again.
 func TestDeposedRefusesQueuedJobs(t *testing.T) {
-	s := newMem(t)
-	register(t, s, 1)
-	sys, pid, _ := spawnController(t, s, 0)
-	clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "first", Partitions: 1, ReplicationFactor: 1})
-
-	g := newGate(s, "CreateTopic")
-	running := async(sys, pid, &messages.CreateTopicRequest{Name: "running", Partitions: 1, ReplicationFactor: 1})
-	g.waitHeld(t, 1)
-	queued := async(sys, pid, &messages.CreateTopicRequest{Name: "queued", Partitions: 1, ReplicationFactor: 1})
-	noAnswer(t, queued, 20*time.Millisecond)
+	s, sys, pid, g, running, queued := runningAndQueued(t)
 	_, fence, err := s.Controller(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -220,24 +242,32 @@ func TestDeposedRefusesQueuedJobs(t *testing.T) {
 	if err := s.EvictCandidate(t.Context(), fence.Key); err != nil {
 		t.Fatal(err)
 	}
-	notController := func(ch <-chan any, what string) {
-		t.Helper()
-		select {
-		case res := <-ch:
-			if r, ok := res.(*messages.AdminResponse); !ok || r.ErrorCode != messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
-				t.Fatalf("%s: %v, want NOT_CONTROLLER", what, res)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no answer", what)
-		}
-	}
-	notController(queued, "queued job")
+	adminAnswer(t, queued, "queued job", messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER)
 	g.open()
-	notController(running, "running job")
+	adminAnswer(t, running, "running job", messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER)
 	for _, name := range []string{"running", "queued"} {
 		if _, _, err := s.GetTopic(t.Context(), name); err == nil {
 			t.Fatalf("topic %q was written by a deposed controller", name)
 		}
 	}
 	clustertest.CreateTopic(t, sys, pid, &messages.CreateTopicRequest{Name: "after", Partitions: 1, ReplicationFactor: 1})
+}
+
+// TestStoppingAnswersEveryJob: a controller that stops (its host shuts
+// down) answers the job running — REQUEST_TIMED_OUT, its write may or may
+// not have happened — and the jobs queued behind it — NOT_CONTROLLER, they
+// never ran — instead of leaving their senders to their timeouts.
+func TestStoppingAnswersEveryJob(t *testing.T) {
+	s, sys, pid, g, running, queued := runningAndQueued(t)
+	defer g.open()
+	stopped := make(chan error, 1)
+	go func() { stopped <- sys.Root.StopFuture(pid).Wait() }()
+	adminAnswer(t, running, "running job", messages.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT)
+	adminAnswer(t, queued, "queued job", messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER)
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, _, err := s.GetTopic(t.Context(), "queued"); err == nil {
+		t.Fatal("a job refused at the stop was written")
+	}
 }

@@ -176,7 +176,7 @@ func (e *elected) reconcile(ctx actor.Context) {
 			err := w.electAll(rctx)
 			return func(actx actor.Context) { e.reconciled(actx, err) }
 		}
-	}, refuse: func(actor.Context, string) { e.reconcileQueued = false }})
+	}, refuse: func(actor.Context, messages.ErrorCode, string) { e.reconcileQueued = false }})
 }
 
 // reconciled handles a reconcile's outcome: on failure (other than losing

@@ -138,8 +138,8 @@ func (e *elected) receive(ctx actor.Context, msg any) bool {
 // submit queues a job of this term that answers req: if the term ends
 // before it starts, it answers NOT_CONTROLLER.
 func (e *elected) submit(ctx actor.Context, ln lane, topic string, req request, start func(ctx actor.Context) work) {
-	e.c.submit(ctx, &job{lane: ln, topic: topic, start: start, refuse: func(ctx actor.Context, why string) {
-		e.c.respond(ctx, req, messages.ErrorReply(req.msg, req.corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
+	e.c.submit(ctx, &job{lane: ln, topic: topic, start: start, refuse: func(ctx actor.Context, code messages.ErrorCode, why string) {
+		e.c.respond(ctx, req, messages.ErrorReply(req.msg, req.corr, code, why))
 	}})
 }
 
@@ -162,7 +162,7 @@ func (c *Controller) becomeStandby(ctx actor.Context) {
 		e.stopHostWatch()
 		for _, j := range c.lanes.drain() {
 			if j.refuse != nil {
-				j.refuse(ctx, fmt.Sprintf("host %d is no longer the controller", c.cfg.HostID))
+				j.refuse(ctx, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, fmt.Sprintf("host %d is no longer the controller", c.cfg.HostID))
 			}
 		}
 	}

@@ -50,8 +50,8 @@ func (e *elected) onControlledShutdown(ctx actor.Context, req request, m *messag
 						resp := w.moveLeadership(ctx, m)
 						return func(actx actor.Context) { e.c.respond(actx, req, resp) }
 					}
-				}, refuse: func(ctx actor.Context, why string) {
-					e.c.respond(ctx, req, messages.ErrorReply(req.msg, req.corr, messages.ErrorCode_ERROR_CODE_NOT_CONTROLLER, why))
+				}, refuse: func(ctx actor.Context, code messages.ErrorCode, why string) {
+					e.c.respond(ctx, req, messages.ErrorReply(req.msg, req.corr, code, why))
 				}})
 			}
 		}
