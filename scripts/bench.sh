@@ -14,6 +14,11 @@
 #   kfake:    `kafkabench --kfake` (a fresh in-process disk-mode kfake, a
 #             3-partition topic, kgo's defaults) producing N records of S
 #             bytes, then a fresh kgo consumer reading them;
+#   kfake-proc (KFAKE_PROC=1, the default): the same, but the fresh kfake
+#             runs in a process of its own (`kafkabench --serve-kfake`)
+#             and kgo in another (`kafkabench --target`), as actorlog's
+#             host and perf tools do: broker and client do not share one
+#             Go heap and scheduler, and the client starts cold;
 #   old (OLD=1): as actorlog with the previous defaults' batching,
 #             `--batch-size 16384 --linger 5ms`;
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
@@ -26,7 +31,7 @@
 # --throughput RATE` for LAT_N records of LAT_SIZE bytes (p99 as perf
 # prints it, whole ms; also with BEFORE_BIN) and kgo at the same rate
 # against kfake (kgo's default linger). It prints every run, then the medians and each
-# target's ratio to kfake as a markdown table. Goal: ratio >= 1.00 for
+# target's ratio to kfake (and to kfake-proc) as a markdown table. Goal: ratio >= 1.00 for
 # produce at every size, and actorlog's p99 <= 5 ms at 1,000 records/s.
 #
 #   scripts/bench.sh                        # full run, about 5 minutes
@@ -41,7 +46,7 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), BASE_PORT (19940; the host uses
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), BASE_PORT (19940; the host uses
 # BASE_PORT..+3).
 #
 # Only the host it started is stopped (by pid) on exit. The numbers mean
@@ -61,6 +66,7 @@ OLD="${OLD:-0}"
 BEFORE_BIN="${BEFORE_BIN:-}"
 BEFORE_HOST="${BEFORE_HOST:-0}"
 CONSUME="${CONSUME:-1}"
+KFAKE_PROC="${KFAKE_PROC:-1}"
 LATENCY="${LATENCY:-1}"
 BP="${BASE_PORT:-19940}"
 listen="127.0.0.1:${BP}"
@@ -149,7 +155,37 @@ kfake_run() {
 	return 0
 }
 
+# kfake_proc_run SIZE ROUND: as kfake_run, with the fresh kfake in a
+# process of its own and kgo in another (see kfake-proc above).
+kfake_proc_run() {
+	local size="$1" r="$2" f addr srv skip=()
+	f="${OUT}/kfake-proc-${size}-${r}.txt"
+	addr="${OUT}/kfake-proc.addr"
+	rm -f "${addr}"
+	"${kb}" --serve-kfake "${addr}" >"${f}.serve.log" 2>&1 &
+	srv="$!"
+	pids+=("${srv}")
+	for _ in $(seq 1 100); do
+		[[ -s "${addr}" ]] && break
+		sleep 0.1
+	done
+	if [[ ! -s "${addr}" ]]; then
+		echo "kfake (own process) did not start; see ${f}.serve.log" >&2
+		return 1
+	fi
+	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
+	"${kb}" --target "kfake-proc=$(cat "${addr}")" --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${skip[@]}" >"${f}"
+	kill -TERM "${srv}"
+	wait "${srv}" 2>/dev/null || true
+	for w in produce consume; do
+		v="$(awk -v w="${w}" '$1 == "kfake-proc" && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
+		[[ -n "${v}" ]] && record "${w}-${size}B" kfake-proc "${r}" "${v}"
+	done
+	return 0
+}
+
 targets=(actorlog kfake)
+[[ "${KFAKE_PROC}" == 1 ]] && targets+=(kfake-proc)
 [[ "${OLD}" == 1 ]] && targets+=(old)
 [[ -n "${BEFORE_BIN}" ]] && targets+=(before)
 
@@ -168,6 +204,7 @@ for size in ${SIZES//,/ }; do
 				client="${bin}" target_listen="${listen}"
 				;;
 			kfake) kfake_run "${size}" "${r}" ;;
+			kfake-proc) kfake_proc_run "${size}" "${r}" ;;
 			esac
 		done
 	done
@@ -223,10 +260,10 @@ if [[ "${LATENCY}" == 1 ]]; then
 fi
 
 echo
-echo "== medians (${ROUNDS} rounds; ratio = target / kfake; p99 in ms, perf prints whole ms)"
+echo "== medians (${ROUNDS} rounds; ratio = target / kfake, and / kfake-proc; p99 in ms, perf prints whole ms)"
 {
-	echo "| workload | target | runs | median | ratio |"
-	echo "|---|---|---|---|---|"
+	echo "| workload | target | runs | median | ratio | ratio to kfake-proc |"
+	echo "|---|---|---|---|---|---|"
 	# Sort by workload, target, value; then take each group's median.
 	sort -k1,1 -k2,2 -k4,4g "${results}" | awk '
 	function flush() {
@@ -244,9 +281,10 @@ echo "== medians (${ROUNDS} rounds; ratio = target / kfake; p99 in ms, perf prin
 			w = ws[i]
 			for (j = 1; j <= nt[w]; j++) {
 				t = ts[w, j]
-				ratio = "-"
+				ratio = "-"; ratioProc = "-"
 				if (w !~ /^p99/ && ((w, "kfake") in med) && med[w, "kfake"] > 0) ratio = sprintf("%.2fx", med[w, t] / med[w, "kfake"])
-				printf "| %s | %s | %d | %.1f | %s |\n", w, t, runs[w, t], med[w, t], ratio
+				if (w !~ /^p99/ && ((w, "kfake-proc") in med) && med[w, "kfake-proc"] > 0) ratioProc = sprintf("%.2fx", med[w, t] / med[w, "kfake-proc"])
+				printf "| %s | %s | %d | %.1f | %s | %s |\n", w, t, runs[w, t], med[w, t], ratio, ratioProc
 			}
 		}
 	}'
