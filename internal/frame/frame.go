@@ -59,20 +59,23 @@ var tag = func() (t [16]byte) {
 // filled was a third of the CPU a host spent reading records for fetches
 // (profile of a host serving perf consume at 100 B).
 func Alloc(n int) []byte {
-	whole := allocNoZero(Headroom + n + trailerLen)
+	whole := NoZero(Headroom + n + trailerLen)
 	t := whole[Headroom+n:]
 	copy(t, tag[:])
 	binary.LittleEndian.PutUint64(t[16:], uint64(uintptr(unsafe.Pointer(&whole[0]))))
 	return whole[Headroom : Headroom+n : len(whole)]
 }
 
-// allocNoZero returns n bytes of fresh, not zeroed memory. The runtime
-// allocates without zeroing only for the standard library; its one public
-// route is strings.Builder.Grow. After one byte is written the builder's
-// string points at an allocation of at least n bytes, and the slice made
-// from that pointer stays inside it (checkptr agrees). Nothing reads the
+// NoZero returns n bytes of fresh, not zeroed memory: they may hold
+// whatever the memory held before, and the caller must write every byte
+// it uses before anything reads it (Alloc's frames; the remote codec's
+// copy of a received message, which writes all n). The runtime allocates
+// without zeroing only for the standard library; its one public route is
+// strings.Builder.Grow. After one byte is written the builder's string
+// points at an allocation of at least n bytes, and the slice made from
+// that pointer stays inside it (checkptr agrees). Nothing reads the
 // memory as a string.
-func allocNoZero(n int) []byte {
+func NoZero(n int) []byte {
 	var sb strings.Builder
 	sb.Grow(n)
 	if err := sb.WriteByte(0); err != nil {
