@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -147,36 +146,13 @@ func electNoCleanup(t *testing.T, s *cluster.Store) (cluster.Election, cluster.F
 func TestEtcdThreeMembers(t *testing.T) {
 	t.Parallel()
 	names := []string{"m1", "m2", "m3"}
-	cfgs := make([]cluster.EtcdConfig, len(names))
-	var initial []string
-	for i, n := range names {
-		cfgs[i] = clustertest.Config(t, n)
-		initial = append(initial, n+"="+cfgs[i].PeerURL)
-	}
-	members := make([]*cluster.Etcd, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i := range cfgs {
-		cfgs[i].InitialCluster = strings.Join(initial, ",")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			members[i], errs[i] = clustertest.TryStart(cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for i, m := range members {
-		if m != nil {
-			t.Cleanup(func() {
-				if err := m.Close(); err != nil {
-					t.Errorf("close %s: %v", names[i], err)
-				}
-			})
+	members := clustertest.StartMembers(t, func() []cluster.EtcdConfig {
+		cfgs := make([]cluster.EtcdConfig, len(names))
+		for i, n := range names {
+			cfgs[i] = clustertest.Config(t, n)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+		return cfgs
+	})
 	ctx := testCtx(t, 20*time.Second)
 	resp, err := members[0].Client().MemberList(ctx)
 	if err != nil {

@@ -7,12 +7,9 @@
 package cluster_test
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,42 +23,20 @@ func TestEtcdLimitedPorts(t *testing.T) {
 	// Relayed connections count three: 100 connections, 40 per address.
 	limits := netlimit.Limits{MaxConnections: 300, MaxConnectionsPerIP: 120}
 	names := []string{"l1", "l2", "l3"}
-	cfgs := make([]cluster.EtcdConfig, len(names))
+	var cfgs []cluster.EtcdConfig
 	limiters := make([]*netlimit.Limiter, len(names))
-	var initial []string
-	for i, n := range names {
-		cfgs[i] = clustertest.Config(t, n)
-		lim, err := netlimit.New(limits, clustertest.Logger(t))
-		if err != nil {
-			t.Fatal(err)
+	members := clustertest.StartMembers(t, func() []cluster.EtcdConfig {
+		cfgs = make([]cluster.EtcdConfig, len(names))
+		for i, n := range names {
+			cfgs[i] = clustertest.Config(t, n)
+			lim, err := netlimit.New(limits, clustertest.Logger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			limiters[i], cfgs[i].Limiter = lim, lim
 		}
-		limiters[i], cfgs[i].Limiter = lim, lim
-		initial = append(initial, n+"="+cfgs[i].PeerURL)
-	}
-	members := make([]*cluster.Etcd, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i := range cfgs {
-		cfgs[i].InitialCluster = strings.Join(initial, ",")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			members[i], errs[i] = clustertest.TryStart(cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for i, m := range members {
-		if m != nil {
-			t.Cleanup(func() {
-				if err := m.Close(); err != nil {
-					t.Errorf("close %s: %v", names[i], err)
-				}
-			})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+		return cfgs
+	})
 	// The peers reached each other through the limited peer ports.
 	if s := limiters[0].Stats()["etcd-peer"]; s.Accepted == 0 {
 		t.Fatalf("no peer connection went through l1's limited peer port: %+v", limiters[0].Stats())

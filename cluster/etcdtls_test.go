@@ -10,13 +10,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -210,41 +208,18 @@ func TestEtcdTLSThreeMembers(t *testing.T) {
 	t.Parallel()
 	pki := newTestPKI(t, "etcd test CA")
 	names := []string{"t1", "t2", "t3"}
-	cfgs := make([]cluster.EtcdConfig, len(names))
-	var initial []string
-	for i, n := range names {
-		cfgs[i] = tlsMemberConfig(t, n, pki.host(n))
-		lim, err := netlimit.New(netlimit.Limits{MaxConnections: 100, MaxConnectionsPerIP: 100}, clustertest.Logger(t))
-		if err != nil {
-			t.Fatal(err)
+	members := clustertest.StartMembers(t, func() []cluster.EtcdConfig {
+		cfgs := make([]cluster.EtcdConfig, len(names))
+		for i, n := range names {
+			cfgs[i] = tlsMemberConfig(t, n, pki.host(n))
+			lim, err := netlimit.New(netlimit.Limits{MaxConnections: 100, MaxConnectionsPerIP: 100}, clustertest.Logger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs[i].Limiter = lim
 		}
-		cfgs[i].Limiter = lim
-		initial = append(initial, n+"="+cfgs[i].PeerURL)
-	}
-	members := make([]*cluster.Etcd, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i := range cfgs {
-		cfgs[i].InitialCluster = strings.Join(initial, ",")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			members[i], errs[i] = clustertest.TryStart(cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for i, m := range members {
-		if m != nil {
-			t.Cleanup(func() {
-				if err := m.Close(); err != nil {
-					t.Errorf("close %s: %v", names[i], err)
-				}
-			})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+		return cfgs
+	})
 	ctx := testCtx(t, 20*time.Second)
 	if _, err := members[0].Client().Put(ctx, "replicated", "yes"); err != nil {
 		t.Fatalf("put through t1: %v", err)

@@ -14,6 +14,7 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -145,6 +146,64 @@ func Start(t testing.TB, cfg cluster.EtcdConfig) *cluster.Etcd {
 		}
 	})
 	return e
+}
+
+// StartMembers starts the members build returns as one cluster (each
+// one's InitialCluster set from all names and peer URLs), in parallel,
+// and closes them at cleanup; it fails the test if any does not start.
+// The ports of Config were free a moment ago, but a parallel test may
+// bind one before etcd does, and a member of a cluster cannot retry alone
+// (its peers know its URL): on "address already in use" every started
+// member is closed and build is called again for fresh ports and data
+// directories, up to three attempts.
+func StartMembers(t testing.TB, build func() []cluster.EtcdConfig) []*cluster.Etcd {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfgs := build()
+		initial := make([]string, len(cfgs))
+		for i, c := range cfgs {
+			initial[i] = c.Name + "=" + c.PeerURL
+		}
+		members := make([]*cluster.Etcd, len(cfgs))
+		errs := make([]error, len(cfgs))
+		var wg sync.WaitGroup
+		for i := range cfgs {
+			cfgs[i].InitialCluster = strings.Join(initial, ",")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				members[i], errs[i] = TryStart(cfgs[i])
+			}()
+		}
+		wg.Wait()
+		err := errors.Join(errs...)
+		if err != nil && attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			for i, m := range members {
+				if m == nil {
+					continue
+				}
+				if cerr := m.Close(); cerr != nil {
+					t.Errorf("clustertest: close %q before a retry: %v", cfgs[i].Name, cerr)
+				}
+			}
+			t.Logf("clustertest: port clash starting %d members (attempt %d), retrying with fresh ports: %v", len(cfgs), attempt, err)
+			continue
+		}
+		for i, m := range members {
+			if m == nil {
+				continue
+			}
+			t.Cleanup(func() {
+				if err := m.Close(); err != nil {
+					t.Errorf("clustertest: close etcd %q: %v", cfgs[i].Name, err)
+				}
+			})
+		}
+		if err != nil {
+			t.Fatalf("clustertest: %v", err)
+		}
+		return members
+	}
 }
 
 // TryStart starts a member with cfg (after shrinking WAL segments), within
