@@ -495,12 +495,24 @@ func ids(xs []int32) string {
 	return strings.Join(s, ",")
 }
 
+// newTopicWait is how long checkTopicPartition waits for a topic the
+// host does not know yet.
+const newTopicWait = 3 * time.Second
+
 // checkTopicPartition fails clearly for an unknown topic or a partition out
 // of range.
 func checkTopicPartition(c *client.Client, topic string, parts []int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.RequestTimeout())
 	defer cancel()
 	t, err := topicMetadata(ctx, c, topic)
+	// A topic created a moment ago (`topics create X && perf produce
+	// --topic X`) may not have reached the host that answers yet: wait
+	// for it a little, as Kafka's producer waits for a topic's metadata,
+	// but not so long that a misspelt name hangs.
+	for wait := time.Now().Add(newTopicWait); messages.CodeOf(err) == messages.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION && time.Now().Before(wait); {
+		time.Sleep(50 * time.Millisecond)
+		t, err = topicMetadata(ctx, c, topic)
+	}
 	if err != nil {
 		return err
 	}
