@@ -19,6 +19,12 @@
 #             and kgo in another (`kafkabench --target`), as actorlog's
 #             host and perf tools do: broker and client do not share one
 #             Go heap and scheduler, and the client starts cold;
+#   actorlog-inproc (INPROC=1, the default): `actorlog perf inprocess`, a
+#             fresh host started in the perf tool's own process (a new
+#             data directory, 3 partitions) and the same produce and
+#             consume code as actorlog's, so that host and client share
+#             one Go heap and scheduler as kgo and the in-process kfake do:
+#             the like-for-like counterpart of the kfake column;
 #   old (OLD=1): as actorlog with the previous defaults' batching,
 #             `--batch-size 16384 --linger 5ms`;
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
@@ -46,8 +52,8 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), BASE_PORT (19940; the host uses
-# BASE_PORT..+3).
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), BASE_PORT (19940;
+# the host uses BASE_PORT..+3, actorlog-inproc's BASE_PORT+20..+22).
 #
 # Only the host it started is stopped (by pid) on exit. The numbers mean
 # something only on an otherwise idle machine: check `uptime` first.
@@ -67,6 +73,7 @@ BEFORE_BIN="${BEFORE_BIN:-}"
 BEFORE_HOST="${BEFORE_HOST:-0}"
 CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
+INPROC="${INPROC:-1}"
 LATENCY="${LATENCY:-1}"
 BP="${BASE_PORT:-19940}"
 listen="127.0.0.1:${BP}"
@@ -184,8 +191,21 @@ kfake_proc_run() {
 	return 0
 }
 
+# inproc_run SIZE ROUND: actorlog's host and perf tools in one process.
+inproc_run() {
+	local size="$1" r="$2" f
+	f="${OUT}/actorlog-inproc-${size}-${r}.txt"
+	"${bin}" --log-level warn perf inprocess --num-records "${N}" --record-size "${size}" \
+		--listen "127.0.0.1:$((BP + 20))" --data-dir "${OUT}/inproc-${size}-${r}.data" >"${f}"
+	rm -rf "${OUT}/inproc-${size}-${r}.data"
+	record "produce-${size}B" actorlog-inproc "${r}" "$(perf_summary "${f}" | cut -d' ' -f1)"
+	# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec (its last line)
+	record "consume-${size}B" actorlog-inproc "${r}" "$(tail -1 "${f}" | awk -F', ' '{ printf "%.1f", $6 }')"
+}
+
 targets=(actorlog kfake)
 [[ "${KFAKE_PROC}" == 1 ]] && targets+=(kfake-proc)
+[[ "${INPROC}" == 1 ]] && targets+=(actorlog-inproc)
 [[ "${OLD}" == 1 ]] && targets+=(old)
 [[ -n "${BEFORE_BIN}" ]] && targets+=(before)
 
@@ -205,6 +225,7 @@ for size in ${SIZES//,/ }; do
 				;;
 			kfake) kfake_run "${size}" "${r}" ;;
 			kfake-proc) kfake_proc_run "${size}" "${r}" ;;
+			actorlog-inproc) inproc_run "${size}" "${r}" ;;
 			esac
 		done
 	done

@@ -27,7 +27,7 @@ import (
 
 func newPerfCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "perf", Short: "Measure produce and consume throughput"}
-	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g), newVerifiableProduceCmd(g))
+	cmd.AddCommand(newPerfProduceCmd(g), newPerfConsumeCmd(g), newVerifiableProduceCmd(g), newPerfInProcessCmd(g))
 	// --cpu-profile FILE writes a Go CPU profile of the client's run (the
 	// host's comes from its --pprof endpoint): where the client's time goes.
 	// --mem-profile FILE writes the allocation profile at the end of the

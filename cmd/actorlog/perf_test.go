@@ -1,10 +1,13 @@
 // perf_test.go: `perf produce`'s flag checks (refused before anything
-// connects) and how --producers splits the records.
+// connects), how --producers splits the records, and `perf inprocess`.
 
 package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +113,38 @@ func TestPerfLatencySampling(t *testing.T) {
 	slices.Sort(l.samples)
 	if p := percentile(l.samples, 0.5); p < 490 || p > 510 {
 		t.Errorf("median of the samples %v, want about 500", p)
+	}
+}
+
+// TestPerfInProcessProducesThenConsumes: `perf inprocess` starts a host
+// in its own process, produces N records with perf produce's code and
+// consumes all N with perf consume's, prints both summaries, and leaves
+// no data directory behind when it made it.
+func TestPerfInProcessProducesThenConsumes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a host and clients in one process race in protoactor's Remote.Start under -race (see TestPerfProduceWithSeveralProducers)")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(binPath, "--log-level", "warn", "perf", "inprocess", "--num-records", "5000", "--record-size", "64",
+		"--listen", fmt.Sprintf("127.0.0.1:%d", freeBase(t)))
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("perf inprocess: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "5000 records sent") || !strings.Contains(string(out), "ms 99th") {
+		t.Fatalf("no produce summary of 5000 records:\n%s", out)
+	}
+	// start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if f := strings.Split(lines[len(lines)-1], ", "); len(f) != 6 || f[4] != "5000" {
+		t.Fatalf("last line %q is not a consume summary of 5000 records:\n%s", lines[len(lines)-1], out)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("left %d entries in TMPDIR (its temporary data directory): %v", len(left), left[0].Name())
 	}
 }
