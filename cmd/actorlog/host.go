@@ -52,11 +52,7 @@ command line wins over the environment, which wins over the file.`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{settingsFileAnnotation: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := g.logLevel
-			if level == "" {
-				level = "info"
-			}
-			logger, err := host.NewLogger(g.logFormat, level)
+			logger, err := g.logger("info")
 			if err != nil {
 				return err
 			}

@@ -53,11 +53,7 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 					}
 				}()
 			}
-			level := g.logLevel
-			if level == "" {
-				level = "warn"
-			}
-			logger, err := host.NewLogger(g.logFormat, level)
+			logger, err := g.logger("warn")
 			if err != nil {
 				return err
 			}

@@ -27,12 +27,18 @@ import (
 )
 
 // connect starts a client for the command's bootstrap list.
-func (g *globals) connect() (*client.Client, error) {
+// logger returns the logger of --log-level (defaultLevel when unset) and
+// --log-format.
+func (g *globals) logger(defaultLevel string) (*logrus.Logger, error) {
 	level := g.logLevel
 	if level == "" {
-		level = "warn"
+		level = defaultLevel
 	}
-	logger, err := host.NewLogger(g.logFormat, level)
+	return host.NewLogger(g.logFormat, level)
+}
+
+func (g *globals) connect() (*client.Client, error) {
+	logger, err := g.logger("warn")
 	if err != nil {
 		return nil, err
 	}

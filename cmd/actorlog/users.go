@@ -279,11 +279,7 @@ type adminConn struct {
 
 // withAdminConn connects as f says and runs fn with a 30 s deadline.
 func withAdminConn(g *globals, f adminFlags, fn func(ctx context.Context, c adminConn) error) error {
-	level := g.logLevel
-	if level == "" {
-		level = "warn"
-	}
-	logger, err := host.NewLogger(g.logFormat, level)
+	logger, err := g.logger("warn")
 	if err != nil {
 		return err
 	}
