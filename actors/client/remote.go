@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/actorlog/actorlog/cluster/netlimit"
@@ -173,11 +174,13 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 			grpc.ForceServerCodecV2(remoteCodec{}), // large envelopes not copied (remotecodec.go)
 			grpc.InitialWindowSize(FlowControlWindow), grpc.InitialConnWindowSize(FlowControlWindow),
 			grpc.WriteBufferSize(WriteBufferSize), grpc.SharedWriteBuffer(true), grpc.ReadBufferSize(ReadBufferSize),
+			experimental.BufferPool(remoteBufferPool), // no clearing (bufpool.go)
 		),
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(dialCreds),
 			grpc.WithInitialWindowSize(FlowControlWindow), grpc.WithInitialConnWindowSize(FlowControlWindow),
 			grpc.WithWriteBufferSize(WriteBufferSize), grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(ReadBufferSize),
+			experimental.WithBufferPool(remoteBufferPool),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage),
 				grpc.ForceCodecV2(remoteCodec{})),
 		),
