@@ -52,7 +52,10 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), BASE_PORT (19940;
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), BATCH_SIZE (none:
+# every target's producer batch size in bytes, for goal 3's small-batch
+# comparison, e.g. BATCH_SIZE=16384 SIZES=1024 CONSUME=0 LATENCY=0: kgo gets
+# ProducerBatchMaxBytes, actorlog --batch-size), BASE_PORT (19940;
 # the host uses BASE_PORT..+3, actorlog-inproc's BASE_PORT+20..+22).
 #
 # Only the host it started is stopped (by pid) on exit. The numbers mean
@@ -75,9 +78,15 @@ CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
 INPROC="${INPROC:-1}"
 LATENCY="${LATENCY:-1}"
+BATCH_SIZE="${BATCH_SIZE:-}"
 BP="${BASE_PORT:-19940}"
 listen="127.0.0.1:${BP}"
 http="127.0.0.1:$((BP + 3))"
+
+# batch: every target's producer batch size flag when BATCH_SIZE is set
+# (actorlog's and kafkabench's flags have the same name).
+batch=()
+[[ -n "${BATCH_SIZE}" ]] && batch=(--batch-size "${BATCH_SIZE}")
 
 rm -rf "${OUT}"
 mkdir -p "${OUT}"
@@ -139,7 +148,7 @@ actorlog_run() {
 	local topic f
 	topic="$(new_topic)"
 	f="${OUT}/${name}-${size}-${r}"
-	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "$@" >"${f}.produce.txt"
+	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "${batch[@]}" "$@" >"${f}.produce.txt"
 	record "produce-${size}B" "${name}" "${r}" "$(perf_summary "${f}.produce.txt" | cut -d' ' -f1)"
 	if [[ "${CONSUME}" == 1 ]]; then
 		cl perf consume --topic "${topic}" --messages "${N}" >"${f}.consume.txt"
@@ -154,7 +163,7 @@ kfake_run() {
 	local size="$1" r="$2" f skip=()
 	f="${OUT}/kfake-${size}-${r}.txt"
 	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
-	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${skip[@]}" >"${f}"
+	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
 	for w in produce consume; do
 		v="$(awk -v w="${w}" '$1 == "kfake" && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
 		[[ -n "${v}" ]] && record "${w}-${size}B" kfake "${r}" "${v}"
@@ -181,7 +190,7 @@ kfake_proc_run() {
 		return 1
 	fi
 	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
-	"${kb}" --target "kfake-proc=$(cat "${addr}")" --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${skip[@]}" >"${f}"
+	"${kb}" --target "kfake-proc=$(cat "${addr}")" --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
 	kill -TERM "${srv}"
 	wait "${srv}" 2>/dev/null || true
 	for w in produce consume; do
@@ -195,12 +204,15 @@ kfake_proc_run() {
 inproc_run() {
 	local size="$1" r="$2" f
 	f="${OUT}/actorlog-inproc-${size}-${r}.txt"
-	"${bin}" --log-level warn perf inprocess --num-records "${N}" --record-size "${size}" \
+	"${bin}" --log-level warn perf inprocess --num-records "${N}" --record-size "${size}" "${batch[@]}" \
+		--consume="$([[ "${CONSUME}" == 1 ]] && echo true || echo false)" \
 		--listen "127.0.0.1:$((BP + 20))" --data-dir "${OUT}/inproc-${size}-${r}.data" >"${f}"
 	rm -rf "${OUT}/inproc-${size}-${r}.data"
 	record "produce-${size}B" actorlog-inproc "${r}" "$(perf_summary "${f}" | cut -d' ' -f1)"
-	# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec (its last line)
-	record "consume-${size}B" actorlog-inproc "${r}" "$(tail -1 "${f}" | awk -F', ' '{ printf "%.1f", $6 }')"
+	if [[ "${CONSUME}" == 1 ]]; then
+		# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec (its last line)
+		record "consume-${size}B" actorlog-inproc "${r}" "$(tail -1 "${f}" | awk -F', ' '{ printf "%.1f", $6 }')"
+	fi
 }
 
 targets=(actorlog kfake)

@@ -28,12 +28,14 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 		partitions int32
 		listen     string
 		dataDir    string
+		batchSize  int
+		consume    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "inprocess --num-records N --record-size S",
 		Short: "Start a host in this process, then run perf produce and perf consume against it",
 		Long: "Starts a lone host (fresh data directory, Kafka listener and HTTP off) in this process,\n" +
-			"creates a topic, runs `perf produce` with its defaults and then `perf consume` of the\n" +
+			"creates a topic, runs `perf produce` with its defaults (or --batch-size) and then `perf consume` of the\n" +
 			"same records, as the same code the two commands run, and stops the host. For the\n" +
 			"like-for-like comparison with franz-go against an in-process kfake (scripts/bench.sh).",
 		Args:   cobra.NoArgs,
@@ -80,12 +82,17 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("create topic %q: %w", topic, err)
 			}
 			logger.WithFields(logrus.Fields{"address": h.Address(), "data_dir": dir, "partitions": partitions}).Info("in-process host ready")
-			steps := []struct {
+			produceArgs := []string{"--topic", topic, "--num-records", strconv.FormatInt(numRecords, 10), "--record-size", strconv.Itoa(recordSize)}
+			if cmd.Flags().Changed("batch-size") { // perf produce checks it
+				produceArgs = append(produceArgs, "--batch-size", strconv.Itoa(batchSize))
+			}
+			type step struct {
 				cmd  *cobra.Command
 				args []string
-			}{
-				{newPerfProduceCmd(&local), []string{"--topic", topic, "--num-records", strconv.FormatInt(numRecords, 10), "--record-size", strconv.Itoa(recordSize)}},
-				{newPerfConsumeCmd(&local), []string{"--topic", topic, "--messages", strconv.FormatInt(numRecords, 10)}},
+			}
+			steps := []step{{newPerfProduceCmd(&local), produceArgs}}
+			if consume {
+				steps = append(steps, step{newPerfConsumeCmd(&local), []string{"--topic", topic, "--messages", strconv.FormatInt(numRecords, 10)}})
 			}
 			for _, s := range steps {
 				s.cmd.SetArgs(s.args)
@@ -104,6 +111,8 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 	f.IntVar(&recordSize, "record-size", 100, "record value size in bytes")
 	f.Int32Var(&partitions, "partitions", 3, "partitions of the topic")
 	f.StringVar(&listen, "listen", "127.0.0.1:19960", "the in-process host's remote address (its embedded etcd takes the next two ports)")
+	f.IntVar(&batchSize, "batch-size", 0, "perf produce's --batch-size (default: perf produce's default)")
+	f.BoolVar(&consume, "consume", true, "run perf consume of the produced records after perf produce")
 	f.StringVar(&dataDir, "data-dir", "", "the host's data directory (default: a new temporary directory, removed at the end)")
 	return cmd
 }

@@ -158,3 +158,33 @@ func TestPerfInProcessProducesThenConsumes(t *testing.T) {
 		t.Fatalf("left %d entries in TMPDIR (its temporary data directory): %v", len(left), left[0].Name())
 	}
 }
+
+// TestPerfInProcessBatchSizeWithoutConsume: `perf inprocess --batch-size
+// --consume=false` (scripts/bench.sh's BATCH_SIZE with CONSUME=0) produces
+// with that batch size and consumes nothing; a bad batch size is perf
+// produce's error.
+func TestPerfInProcessBatchSizeWithoutConsume(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a host and a client in one process race in protoactor's Remote.Start under -race (see TestPerfProduceWithSeveralProducers)")
+	}
+	run := func(batch string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"--log-level", "warn", "perf", "inprocess", "--num-records", "2000", "--record-size", "64",
+			"--batch-size", batch, "--consume=false", "--listen", fmt.Sprintf("127.0.0.1:%d", freeBase(t)), "--data-dir", t.TempDir()})
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("4096")
+	if err != nil {
+		t.Fatalf("perf inprocess: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "2000 records sent") || strings.Contains(out, "nMsg.sec") {
+		t.Fatalf("want a produce summary of 2000 records and no consume summary:\n%s", out)
+	}
+	if out, err := run("-5"); err == nil || !strings.Contains(err.Error(), "batch") {
+		t.Fatalf("--batch-size -5: err %v, want perf produce's batch size error\n%s", err, out)
+	}
+}

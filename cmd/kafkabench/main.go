@@ -88,6 +88,7 @@ type config struct {
 	linger      time.Duration   // <0: the client's default
 	latLingers  []time.Duration // the latency run's lingers, <0: the client's default
 	compression string          // "": the client's default
+	batchSize   int             // producer batch max bytes, 0: the client's default
 	timeout     time.Duration   // per workload
 	skip        map[string]bool
 	topicPrefix string
@@ -299,6 +300,7 @@ func mainErr() error {
 	fs.DurationVar(&cfg.linger, "linger", -1, "producer linger of the throughput runs (default: kgo's own default, 10ms in kgo v1.22)")
 	var latLingers string
 	fs.StringVar(&latLingers, "latency-linger", "0,default", "producer lingers of the fixed-rate run, one run each, comma-separated (\"default\": kgo's own)")
+	fs.IntVar(&cfg.batchSize, "batch-size", 0, "producer batch size in bytes, kgo.ProducerBatchMaxBytes (default: kgo's own, 1,000,012)")
 	fs.StringVar(&cfg.compression, "compression", "", "producer compression: none, snappy, lz4, zstd, gzip (default: kgo's own default)")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "bound on every single workload run")
 	fs.StringVar(&skip, "skip", "", "workload kinds to skip, comma-separated: produce (and its consume), consume, latency")
@@ -560,11 +562,18 @@ func sizeName(size int) string {
 	return fmt.Sprintf("%dB", size)
 }
 
-// producerOpts are kgo's defaults plus --linger/--compression when given.
+// producerOpts are kgo's defaults plus --linger/--batch-size/--compression
+// when given.
 func producerOpts(cfg config, t target) ([]kgo.Opt, error) {
 	opts := t.opts()
 	if cfg.linger >= 0 {
 		opts = append(opts, kgo.ProducerLinger(cfg.linger))
+	}
+	if cfg.batchSize < 0 {
+		return nil, fmt.Errorf("--batch-size %d: must not be negative", cfg.batchSize)
+	}
+	if cfg.batchSize > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(min(cfg.batchSize, 1<<30))))
 	}
 	if cfg.compression != "" {
 		var c kgo.CompressionCodec

@@ -7,13 +7,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math/rand"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestSmokeKfake(t *testing.T) {
@@ -154,5 +157,59 @@ func TestRecordValuesAreIncompressible(t *testing.T) {
 		if ratio := float64(len(z)) / float64(len(batch)); ratio < 0.99 {
 			t.Errorf("%d-byte values: snappy keeps %.2f of a 1 MiB batch, want incompressible", size, ratio)
 		}
+	}
+}
+
+// TestBatchSizeBoundsKgoBatches: --batch-size reaches kgo as
+// ProducerBatchMaxBytes: with 4 KiB batches of 1 KiB records every batch
+// kfake receives holds at most 4 KiB, so 60 records take at least 20
+// batches (kgo's ~1 MB default would send them in a few); a negative size
+// is refused.
+func TestBatchSizeBoundsKgoBatches(t *testing.T) {
+	c, stop, err := startKfake(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var mu sync.Mutex
+	batches, largest := 0, 0
+	c.KeepControl()
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			for _, p := range tp.Partitions {
+				for raw := p.Records; len(raw) >= 12; {
+					n := 12 + int(binary.BigEndian.Uint32(raw[8:12])) // baseOffset, batchLength
+					if n > len(raw) {
+						break
+					}
+					batches++
+					largest = max(largest, n)
+					raw = raw[n:]
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := target{Name: "kfake", Addrs: c.ListenAddrs(), RF: 1}
+	if err := createAndWait(ctx, tg, "batches", 3); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{linger: -1, timeout: 20 * time.Second, batchSize: 4096}
+	pool := make([]byte, 64<<10)
+	if _, err := produceN(ctx, cfg, tg, "batches", 60, 1024, pool); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if batches < 20 || largest > 4096 {
+		t.Errorf("kfake got %d batches, the largest %d bytes; want >= 20 of <= 4096", batches, largest)
+	}
+	cfg.batchSize = -1
+	if _, err := producerOpts(cfg, tg); err == nil {
+		t.Error("producerOpts accepted --batch-size -1")
 	}
 }
