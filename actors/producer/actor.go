@@ -92,6 +92,37 @@ type ProducerStats struct {
 	Blocked int
 	// WaitingForMetadata counts sends waiting for their topic's metadata.
 	WaitingForMetadata int
+	// Requests times the produce requests answered so far.
+	Requests RequestLatency
+}
+
+// RequestLatency times a producer's answered produce requests, from the
+// send to the answer's arrival in the producer: Kafka's producer metrics
+// request-latency-avg and request-latency-max, over the producer's life
+// rather than a window. A request answered with an error counts too; one
+// never answered (lost, timed out, acks=0) does not.
+type RequestLatency struct {
+	Count      uint64
+	Total, Max time.Duration
+}
+
+// Avg is the mean latency, 0 before any answer.
+func (l RequestLatency) Avg() time.Duration {
+	if l.Count == 0 {
+		return 0
+	}
+	return l.Total / time.Duration(l.Count)
+}
+
+// Add merges o into l (several producers' figures).
+func (l *RequestLatency) Add(o RequestLatency) {
+	l.Count += o.Count
+	l.Total += o.Total
+	l.Max = max(l.Max, o.Max)
+}
+
+func (l *RequestLatency) observe(d time.Duration) {
+	l.Add(RequestLatency{Count: 1, Total: d, Max: d})
 }
 
 // Flush asks the producer to send everything buffered; the reply, Flushed,
@@ -178,6 +209,7 @@ type inflight struct {
 	tp     TopicPartition
 	leader *actor.PID
 	epoch  int32 // the leader epoch it was sent under
+	sentAt time.Time
 }
 
 // producerActor is the actor; create it with ActorProps.
@@ -207,6 +239,8 @@ type producerActor struct {
 	// those that failed in a row.
 	pidFetching bool
 	pidFailures int
+	// requests times the answered produce requests (ProducerStats).
+	requests RequestLatency
 }
 
 // ActorProps returns the producer actor's props, or an error for a bad config.
@@ -288,7 +322,7 @@ func (p *producerActor) Receive(ctx actor.Context) {
 	case tick:
 		p.timerAt = time.Time{}
 	case *StatsRequest:
-		st := ProducerStats{Stats: p.core.Accumulator.Stats(), Blocked: len(p.blocked)}
+		st := ProducerStats{Stats: p.core.Accumulator.Stats(), Blocked: len(p.blocked), Requests: p.requests}
 		for _, tm := range p.topics {
 			st.WaitingForMetadata += len(tm.waiting)
 		}
@@ -479,6 +513,7 @@ func (p *producerActor) onResponse(ctx actor.Context, now time.Time, resp *messa
 		return // answered after it timed out and was retried
 	}
 	delete(p.inflight, resp.CorrelationId)
+	p.requests.observe(now.Sub(f.sentAt))
 	acc := p.core.Accumulator
 	code := resp.ErrorCode
 	cause := code.Err(resp.ErrorMessage)
@@ -755,6 +790,8 @@ func (p *producerActor) send(ctx actor.Context, now time.Time, b ReadyBatch) {
 		p.deliver(ctx, p.core.Accumulator.Complete(b.ID, -1, nil))
 		return
 	}
-	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, epoch: epoch}
+	// The time now, not the message's: a send while a SendMany of many
+	// records is handled would be timed from the SendMany's arrival.
+	p.inflight[int64(b.ID)] = inflight{id: b.ID, tp: b.TopicPartition, leader: leader, epoch: epoch, sentAt: time.Now()}
 	ctx.Request(leader, req)
 }

@@ -90,6 +90,8 @@ type leaderFaults struct {
 	// fenceAfter: batches of producer id 1 are refused with
 	// INVALID_PRODUCER_EPOCH once this many were appended (0: never).
 	fenceAfter int
+	// answerAfter: every answer not lost or delayed is sent this late.
+	answerAfter time.Duration
 }
 
 // getLog asks a fake leader for a copy of its log's values.
@@ -141,6 +143,9 @@ func (l *fakeLeader) onProduce(ctx actor.Context, req *messages.ProduceRequest) 
 	case roll < f.lose+f.delay:
 		root := ctx.ActorSystem().Root
 		time.AfterFunc(time.Duration(l.rnd.IntN(30))*time.Millisecond, func() { root.Send(sender, resp) })
+	case f.answerAfter > 0:
+		root := ctx.ActorSystem().Root
+		time.AfterFunc(f.answerAfter, func() { root.Send(sender, resp) })
 	default:
 		ctx.Respond(resp)
 	}
@@ -413,5 +418,42 @@ func TestActorLatencyIsFromHandOver(t *testing.T) {
 	// A Send from another actor, unstamped, is timed from its receipt.
 	if direct.Err != nil || direct.Latency <= 0 || direct.Latency > elapsed {
 		t.Fatalf("direct send: %+v, want a latency in (0, %v]", direct, elapsed)
+	}
+}
+
+// TestActorTimesRequests: ProducerStats.Requests counts every answered
+// produce request and times it from its send to its answer: with leaders
+// that answer 15 ms late, the average and the maximum are at least that,
+// and an idle producer reports nothing.
+func TestActorTimesRequests(t *testing.T) {
+	const late = 15 * time.Millisecond
+	h := newActorHarness(t, 2, leaderFaults{seed: 1, answerAfter: late}, 0, Config{
+		Linger: time.Millisecond, RequestTimeout: 5 * time.Second, DeliveryTimeout: time.Minute,
+	})
+	stats := func() ProducerStats {
+		t.Helper()
+		res, err := h.system.Root.RequestFuture(h.producer, &StatsRequest{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatalf("stats: %v", err)
+		}
+		return *res.(*ProducerStats)
+	}
+	if st := stats(); st.Requests != (RequestLatency{}) || st.Requests.Avg() != 0 {
+		t.Fatalf("idle producer: %+v, want no requests", st.Requests)
+	}
+	h.produce(t, 2, 40)
+	st := stats()
+	r := st.Requests
+	if r.Count == 0 || r.Count != st.BatchesSent {
+		t.Fatalf("%d requests timed, %d batches sent (no retries here): want as many, more than 0", r.Count, st.BatchesSent)
+	}
+	if r.Avg() < late || r.Max < r.Avg() || r.Max > 5*time.Second {
+		t.Fatalf("avg %v, max %v: want avg >= %v and avg <= max < 5s", r.Avg(), r.Max, late)
+	}
+	var sum RequestLatency
+	sum.Add(r)
+	sum.Add(RequestLatency{Count: 1, Total: time.Hour, Max: time.Hour})
+	if sum.Count != r.Count+1 || sum.Total != r.Total+time.Hour || sum.Max != time.Hour {
+		t.Fatalf("Add: %+v", sum)
 	}
 }

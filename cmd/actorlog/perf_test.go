@@ -140,6 +140,19 @@ func TestPerfInProcessProducesThenConsumes(t *testing.T) {
 	if !strings.Contains(out.String(), "5000 records sent") || !strings.Contains(out.String(), "ms 99th") {
 		t.Fatalf("no produce summary of 5000 records:\n%s", out.String())
 	}
+	// The request timings: at least one request, answered.
+	var reqs int
+	var avg, mx float64
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "produce requests answered") {
+			if _, err := fmt.Sscanf(l, "%d produce requests answered, %f ms avg, %f ms max request latency.", &reqs, &avg, &mx); err != nil {
+				t.Fatalf("request timing line %q: %v", l, err)
+			}
+		}
+	}
+	if reqs < 1 || avg <= 0 || mx < avg {
+		t.Fatalf("request timings: %d requests, avg %v ms, max %v ms; want >= 1 and 0 < avg <= max:\n%s", reqs, avg, mx, out.String())
+	}
 	// start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
 	var summary []string
 	for _, l := range strings.Split(out.String(), "\n") {
