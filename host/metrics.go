@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 )
@@ -87,6 +88,10 @@ func NewMetrics() *Metrics {
 	r.MustRegister(m.remoteDenied)
 	r.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.recordsIn, m.logEndOffset, m.restarts,
 		m.cleanedBytes, m.cleanings, m.cleanerSeconds, m.tombstonesRemoved, m.dirtyRatio,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "actorlog_fetch_frames_recycled_total",
+			Help: "Read buffers of fetch answers sent to other processes and given back to their pool once written (internal/frame).",
+		}, func() float64 { return float64(frame.Recycled()) }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -118,8 +118,10 @@ func framedEncoding(records []byte, num protowire.Number, rest func() proto.Mess
 	at := len(head) - len(hdr)
 	copy(head[at:], hdr)
 	// whole is the headroom followed by the records: the encoding is
-	// whole[at:].
-	return whole[at:len(whole):len(whole)], true
+	// whole[at:], its capacity still reaching the frame's trailer, by
+	// which the remote codec recycles a pooled frame once it was sent
+	// (frame.Recycle).
+	return whole[at:], true
 }
 
 // encoded is a message already encoded: proto.Marshal of it returns data

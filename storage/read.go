@@ -106,7 +106,7 @@ func (s *segment) read(f File, offset int64, maxBytes int, limit int64) ([]byte,
 	n := int(min(int64(max(maxBytes, first)), end-pos))
 	// A frame: a fetch answer carrying these bytes is encoded for the
 	// remote without copying them (internal/frame, messages/framed.go).
-	buf := frame.Alloc(n)
+	buf := frame.AllocPooled(n) // given back by the remote codec once sent
 	if m, err := f.ReadAt(buf, pos); m < n {
 		return nil, fmt.Errorf("storage: read segment %d at %d: %w", s.base, pos, errors.Join(io.ErrUnexpectedEOF, err))
 	}

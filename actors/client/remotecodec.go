@@ -19,7 +19,9 @@
 //     aliasMinBytes is written as a mem.BufferSlice whose pieces are the
 //     small fields, encoded into one buffer, and each message_data of at
 //     least pieceMinBytes itself
-//     (mem.SliceBuffer: never returned to a pool, Free is a no-op). The
+//     (mem.SliceBuffer: never returned to a pool, Free is a no-op; but a
+//     host's pooled read frame, frame.AllocPooled, goes back to its pool
+//     when grpc-go frees it: recycledFrames). The
 //     fields of each message are written in another order than
 //     proto.Marshal's (message_data after the envelope's other fields,
 //     envelopes after the batch's tables), which every protobuf decoder
@@ -201,6 +203,13 @@ func marshalBatchMessage(b *remote.MessageBatch) (mem.BufferSlice, error) {
 	out := make(mem.BufferSlice, 0, len(pieces))
 	for _, p := range pieces {
 		switch {
+		case p.data != nil && frame.Pooled(p.data):
+			// A host's read for a fetch answer (storage's pooled frame):
+			// grpc-go frees its buffers once it has written them (or given
+			// up), and nothing else reads a fetch answer's records after
+			// the endpoint writer encoded it (see recycledFrames).
+			d := p.data
+			out = append(out, mem.NewBuffer(&d, recycledFrames{}))
 		case p.data != nil:
 			// Not pooled: Free leaves the envelope's bytes alone.
 			out = append(out, mem.SliceBuffer(p.data))
@@ -306,3 +315,25 @@ func unmarshalCopy(b []byte, m proto.Message) error {
 	}
 	return nil
 }
+
+// recycledFrames is the mem.BufferPool of the pieces that are pooled
+// frames (frame.AllocPooled: storage reads records for a fetch answer into
+// one): Put gives the frame back to its pool. That is safe because of who
+// holds a fetch answer's records: the replica reads them for that answer
+// alone and drops the answer once it has sent it; protoactor's endpoint
+// writer encodes it (messages/framed.go) into the one envelope, drops the
+// message after Send and never sends it again (a failed Send stashes the
+// batch and stops the writer); and grpc-go frees the buffers of a message
+// it sent only when no reference is left (its retry buffer holds one until
+// the stream commits). An answer delivered in process is never encoded,
+// and its frame is left to the garbage collector.
+type recycledFrames struct{}
+
+// Get is not used: grpc-go takes buffers from the pool it was configured
+// with, not from the pool of a buffer it was given.
+func (recycledFrames) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (recycledFrames) Put(b *[]byte) { frame.Recycle(*b) }

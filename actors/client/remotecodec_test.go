@@ -12,6 +12,9 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/actorlog/actorlog/internal/frame"
+	"github.com/actorlog/actorlog/messages"
 )
 
 // randBytes returns n bytes of a fixed pseudo-random sequence (seed).
@@ -443,4 +446,87 @@ func TestCodecHeadsCopyEveryField(t *testing.T) {
 			t.Errorf("%s: unknown fields not copied", src.Descriptor().Name())
 		}
 	}
+}
+
+// TestRemoteCodecRecyclesPooledFetchFrames: a fetch answer whose records
+// are a host's pooled read frame (storage reads into frame.AllocPooled) is
+// sent in pieces, the frame itself one of them; when grpc-go frees the
+// encoded message the frame goes back to its pool, not before. The bytes
+// sent decode to the same answer. A producer's batch in a frame of its own
+// (frame.Alloc: the producer reuses it after the answer) is never
+// recycled by the codec.
+func TestRemoteCodecRecyclesPooledFetchFrames(t *testing.T) {
+	encode := func(m remote.RootSerializable) []byte {
+		t.Helper()
+		enc, err := m.Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, ok := enc.(proto.Message)
+		if !ok {
+			t.Fatalf("%T is not a proto.Message", enc)
+		}
+		b, err := proto.Marshal(pm) // as protoactor's proto serializer
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	batch := func(typeName string, data []byte) *remote.RemoteMessage {
+		return &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+			TypeNames: []string{typeName},
+			Targets:   []*actor.PID{{Address: "127.0.0.1:1", Id: "consumer"}},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: data, Target: 0}},
+		}}}
+	}
+
+	records := frame.AllocPooled(64 << 10)
+	copy(records, randBytes(len(records), 9))
+	want := bytes.Clone(records)
+	resp := &messages.FetchResponse{CorrelationId: 5, Topic: "t", Partition: 2, HighWatermark: 99, Records: records}
+	data := encode(resp)
+	if !frame.Pooled(data) {
+		t.Fatal("the encoded fetch answer does not reach its pooled frame's trailer")
+	}
+	out, err := remoteCodec{}.Marshal(batch(fetchResponseName, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := frame.Recycled()
+	var got remote.RemoteMessage
+	if err := proto.Unmarshal(out.Materialize(), &got); err != nil {
+		t.Fatal(err)
+	}
+	var decoded messages.FetchResponse
+	if err := proto.Unmarshal(got.GetMessageBatch().GetEnvelopes()[0].GetMessageData(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if decoded.CorrelationId != 5 || decoded.HighWatermark != 99 || !bytes.Equal(decoded.Records, want) {
+		t.Fatal("the pieces do not decode to the fetch answer")
+	}
+	if frame.Recycled() != before {
+		t.Fatal("the frame was recycled before the encoded answer was freed")
+	}
+	out.Free()
+	if frame.Recycled() < before+1 {
+		t.Fatal("freeing the encoded answer did not recycle its frame")
+	}
+
+	batchBuf := frame.Alloc(64 << 10)
+	copy(batchBuf, randBytes(len(batchBuf), 10))
+	req := &messages.ProduceRequest{Topic: "t", Partition: 0, Records: batchBuf}
+	data = encode(req)
+	if frame.Pooled(data) {
+		t.Fatal("a producer's frame counts as pooled")
+	}
+	out, err = remoteCodec{}.Marshal(batch(produceRequestName, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range out {
+		if _, ok := b.(mem.SliceBuffer); !ok {
+			t.Fatalf("a piece of a produce request is a %T, want mem.SliceBuffer (Free leaves it alone)", b)
+		}
+	}
+	out.Free()
 }

@@ -32,6 +32,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -40,8 +42,9 @@ import (
 // 249 bytes and a handful of integers) and the records' tag and length.
 const Headroom = 512
 
-// trailerLen is the tag (16 bytes) and the allocation's address (8 bytes).
-const trailerLen = 16 + 8
+// trailerLen is the tag (16 bytes), the allocation's address (8 bytes)
+// and its pool class (8 bytes; 0: not pooled, see AllocPooled).
+const trailerLen = 16 + 8 + 8
 
 // tag is this process's random trailer tag.
 var tag = func() (t [16]byte) {
@@ -59,11 +62,18 @@ var tag = func() (t [16]byte) {
 // filled was a third of the CPU a host spent reading records for fetches
 // (profile of a host serving perf consume at 100 B).
 func Alloc(n int) []byte {
-	whole := NoZero(Headroom + n + trailerLen)
-	t := whole[Headroom+n:]
+	return frameIn(NoZero(Headroom+n+trailerLen), n, 0)
+}
+
+// frameIn lays a frame of n bytes out at the start of whole (at least
+// Headroom+n+trailerLen bytes), its trailer recording class, and returns
+// its slice, whose capacity ends with the trailer.
+func frameIn(whole []byte, n int, class uint64) []byte {
+	t := whole[Headroom+n : Headroom+n+trailerLen]
 	copy(t, tag[:])
 	binary.LittleEndian.PutUint64(t[16:], uint64(uintptr(unsafe.Pointer(&whole[0]))))
-	return whole[Headroom : Headroom+n : len(whole)]
+	binary.LittleEndian.PutUint64(t[24:], class)
+	return whole[Headroom : Headroom+n : Headroom+n+trailerLen]
 }
 
 // NoZero returns n bytes of fresh, not zeroed memory: they may hold
@@ -103,8 +113,11 @@ func Of(b []byte) (withHead []byte, ok bool) {
 	}
 	// b's first byte is Headroom bytes into the allocation that holds the
 	// trailer (its recorded address matches): the headroom is that
-	// allocation's first Headroom bytes, and b follows it.
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(full)), -Headroom)), Headroom+len(b)), true
+	// allocation's first Headroom bytes, and b follows it. The capacity
+	// reaches the trailer's end, so that Recycle can find it from any
+	// slice of withHead that keeps that capacity.
+	head := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(full)), -Headroom)), Headroom+c)
+	return head[:Headroom+len(b)], true
 }
 
 // Cap is how many bytes from b's start may be filled without touching a
@@ -116,4 +129,115 @@ func Cap(b []byte) int {
 		return cap(b) - trailerLen
 	}
 	return cap(b)
+}
+
+// Pooled frames. A host reads records for every fetch it serves into a
+// fresh frame of up to a few MiB; once the remote has written the answer
+// the frame is garbage. At a consumer's pace that was a few hundred MB/s
+// of fresh memory: page faults to touch it (slow on a virtual machine)
+// and garbage collections, about a third of a host's CPU serving
+// consumers. AllocPooled takes frames from per-size pools instead, and
+// Recycle gives one back: the remote codec calls it when grpc-go releases
+// the buffer it sent (mem.Buffer's Free), the one moment nothing reads
+// the frame any more (see Recycle). A pooled frame that is never recycled
+// (served locally, dropped after an error) is collected as any other.
+
+// Pool classes: class k (1..) holds allocations of Headroom + (minPooled
+// << (k-1)) + trailerLen bytes, for frames of up to minPooled << (k-1)
+// bytes.
+const (
+	minPooled  = 16 << 10
+	maxPooled  = 16 << 20
+	numClasses = 11 // 16 KiB .. 16 MiB
+)
+
+var pools [numClasses + 1]sync.Pool // by class; [0] unused
+
+// recycled counts the frames Recycle gave back.
+var recycled atomic.Int64
+
+// Recycled is how many frames Recycle has given back in this process.
+func Recycled() int64 { return recycled.Load() }
+
+// classOf is the smallest class whose frames hold n bytes, 0 if none.
+func classOf(n int) uint64 {
+	if n > maxPooled {
+		return 0
+	}
+	k := uint64(1)
+	for size := minPooled; size < n; size <<= 1 {
+		k++
+	}
+	return k
+}
+
+// classBytes is the size of class k's allocations.
+func classBytes(k uint64) int { return Headroom + minPooled<<(k-1) + trailerLen }
+
+// AllocPooled is Alloc from the pools: a frame of n bytes, not zeroed (its
+// bytes may hold another frame's records), that Recycle may give back once
+// nothing reads it. Frames of more than 16 MiB are Alloc's.
+func AllocPooled(n int) []byte {
+	k := classOf(n)
+	if k == 0 {
+		return Alloc(n)
+	}
+	var whole []byte
+	if p, ok := pools[k].Get().(*[]byte); ok {
+		whole = *p
+	} else {
+		whole = NoZero(classBytes(k))
+	}
+	return frameIn(whole, n, k)
+}
+
+// Pooled reports whether b lies in a pooled frame whose trailer its
+// capacity still reaches (what Recycle would give back).
+func Pooled(b []byte) bool {
+	_, _, ok := pooledFrame(b)
+	return ok
+}
+
+// Recycle gives the pooled frame that b lies in back to its pool and
+// reports whether it did. b is any slice of a pooled frame's allocation
+// (the frame, or Of's slice, re-sliced at the front within the headroom)
+// whose capacity still ends at the frame's trailer; anything else is left
+// alone. The caller guarantees that nothing reads or writes the frame
+// after the call: the next AllocPooled may hand it out again.
+func Recycle(b []byte) bool {
+	whole, k, ok := pooledFrame(b)
+	if ok {
+		recycled.Add(1)
+		pools[k].Put(&whole)
+	}
+	return ok
+}
+
+// pooledFrame is the whole allocation and class of the pooled frame b lies
+// in (see Recycle).
+func pooledFrame(b []byte) (whole []byte, k uint64, ok bool) {
+	c := cap(b)
+	if c < trailerLen {
+		return nil, 0, false
+	}
+	full := b[:c]
+	t := full[c-trailerLen:]
+	if [16]byte(t[:16]) != tag {
+		return nil, 0, false
+	}
+	k = binary.LittleEndian.Uint64(t[24:])
+	if k == 0 || k > numClasses {
+		return nil, 0, false
+	}
+	start := uintptr(binary.LittleEndian.Uint64(t[16:]))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	// The trailer ends the frame, Headroom+n+trailerLen bytes into the
+	// allocation, n at most the class's frame size; b must begin within
+	// the headroom or the frame.
+	end := at + uintptr(c)
+	if at < start || end > start+uintptr(classBytes(k)) || end-start < Headroom+trailerLen {
+		return nil, 0, false
+	}
+	whole = unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(full)), -int(at-start))), classBytes(k))
+	return whole, k, true
 }

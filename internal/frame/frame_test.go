@@ -92,3 +92,76 @@ func TestAllocsAreSeparateAndWholeWithoutZeroing(t *testing.T) {
 		prev = b
 	}
 }
+
+// TestAllocPooledFramesAreFramesInClasses: AllocPooled's frames are
+// frames (Of finds their headroom, Cap counts them as Alloc's) in the
+// smallest class that holds them; above the largest class, and for
+// Alloc's frames, Pooled is false.
+func TestAllocPooledFramesAreFramesInClasses(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		class uint64
+	}{{0, 1}, {1, 1}, {minPooled, 1}, {minPooled + 1, 2}, {1 << 20, 7}, {1<<20 + 1, 8}, {maxPooled, numClasses}, {maxPooled + 1, 0}} {
+		if got := classOf(c.n); got != c.class {
+			t.Errorf("classOf(%d) = %d, want %d", c.n, got, c.class)
+		}
+	}
+	for _, n := range []int{1, 100, 40 << 10, 1 << 20, 1<<20 + 7} {
+		b := AllocPooled(n)
+		if len(b) != n || Cap(b) != n {
+			t.Fatalf("AllocPooled(%d): len %d, Cap %d", n, len(b), Cap(b))
+		}
+		for j := range b {
+			b[j] = 0x5a
+		}
+		whole, ok := Of(b)
+		if !ok || len(whole) != Headroom+n || !Pooled(b) || !Pooled(whole[7:]) {
+			t.Fatalf("AllocPooled(%d): Of ok %v len %d, Pooled %v", n, ok, len(whole), Pooled(b))
+		}
+		if Pooled(b[:n:n]) || Pooled(append(b[:0], bytes.Repeat([]byte{1}, n+1)...)) {
+			t.Fatalf("AllocPooled(%d): a slice not reaching the trailer, or past it, counts as pooled", n)
+		}
+	}
+	if Pooled(Alloc(100)) || Pooled(AllocPooled(maxPooled+1)) || Pooled(make([]byte, 64<<10)) || Pooled(nil) {
+		t.Fatal("an unpooled frame or a plain slice counts as pooled")
+	}
+	c := make([]byte, 200, 200+trailerLen)
+	b := AllocPooled(200)
+	copy(c[:cap(c)], b[:cap(b)])
+	if Pooled(c) || Recycle(c) {
+		t.Fatal("a copy of a pooled frame, trailer included, counts as pooled")
+	}
+}
+
+// TestRecycleGivesTheFrameBack: a recycled frame's memory comes back from
+// AllocPooled of its class (sync.Pool may drop it, so within some tries),
+// as a new frame with its own trailer; Recycle refuses what is not a
+// pooled frame and counts what it takes.
+func TestRecycleGivesTheFrameBack(t *testing.T) {
+	reused := false
+	for range 20 {
+		b := AllocPooled(100 << 10)
+		whole, _ := Of(b)
+		before := Recycled()
+		// As the remote codec sees it: an encoding starting in the headroom.
+		if !Recycle(whole[Headroom-40:]) || Recycled() != before+1 {
+			t.Fatal("Recycle refused a pooled frame")
+		}
+		c := AllocPooled(120 << 10) // same class (128 KiB)
+		cw, ok := Of(c)
+		if !ok || len(c) != 120<<10 || !Pooled(c) {
+			t.Fatal("the next frame is not one")
+		}
+		if unsafe.SliceData(cw) == unsafe.SliceData(whole) {
+			reused = true
+			break
+		}
+	}
+	if !reused {
+		t.Fatal("a recycled frame was never handed out again in 20 tries")
+	}
+	before := Recycled()
+	if Recycle(Alloc(100<<10)) || Recycle(make([]byte, 100<<10)) || Recycle(nil) || Recycled() != before {
+		t.Fatal("Recycle took what is not a pooled frame")
+	}
+}
