@@ -13,7 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/actorlog/actorlog/internal/frame"
+	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/actors/replica"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 )
@@ -91,7 +92,11 @@ func NewMetrics() *Metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "actorlog_fetch_frames_recycled_total",
 			Help: "Read buffers of fetch answers sent to other processes and given back to their pool once written (internal/frame).",
-		}, func() float64 { return float64(frame.Recycled()) }),
+		}, func() float64 { return float64(client.FetchFramesRecycled()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "actorlog_produce_frames_recycled_total",
+			Help: "Receive buffers of produce requests from other processes given back to their pool once the batch was appended (internal/frame).",
+		}, func() float64 { return float64(replica.ProduceFramesRecycled()) }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -138,6 +139,15 @@ func unmarshalAliasing(b []byte, m proto.Message, recordsNum protowire.Number, r
 		if num == recordsNum && typ == protowire.BytesType {
 			val, _ := protowire.ConsumeBytes(in[n:])
 			recs = val[:len(val):len(val)]
+			if n+v == len(in) && frame.Pooled(b) {
+				// The last field of an envelope the codec received into
+				// a pooled frame (remotedecode.go): the capacity keeps
+				// reaching the frame's trailer, so that the replica can
+				// give the frame back (frame.Recycle) once it has
+				// appended the batch. Nothing follows the records in the
+				// frame but the trailer.
+				recs = val
+			}
 		} else {
 			rest = append(rest, in[:n+v]...)
 		}

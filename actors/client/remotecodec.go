@@ -29,13 +29,18 @@
 //     endpoint writer got from its serializer for that envelope alone and
 //     drops after Send: nobody writes it afterwards, so grpc-go may read it
 //     until the transport has sent it.
-//   - Unmarshal: a message of at least aliasMinBytes is copied once into a
-//     fresh, not zeroed []byte (materializeNoZero; never pooled) and decoded with
-//     each envelope's message_data aliasing that copy. The buffers grpc-go
-//     passed in are not referenced after Unmarshal returns, so their
-//     recycling cannot touch a decoded message; the fresh copy belongs to
-//     the decoded batch (the endpoint reader hands each envelope's data to
-//     one deserializer, aliasdecode.go for records, and drops the batch).
+//   - Unmarshal: a message batch of at least aliasMinBytes is decoded
+//     straight from the buffers grpc-go passed in, each large envelope's
+//     message_data copied once into a buffer of its own — a pooled frame
+//     for a ProduceRequest, which the replica gives back once it appended
+//     the batch (remotedecode.go). A message of another shape is copied
+//     once into a fresh, not zeroed []byte (materializeNoZero) and decoded
+//     with each envelope's message_data aliasing that copy. Either way the
+//     buffers grpc-go passed in are not referenced after Unmarshal
+//     returns, so their recycling cannot touch a decoded message; the
+//     copies belong to the decoded batch (the endpoint reader hands each
+//     envelope's data to one deserializer, aliasdecode.go for records, and
+//     drops the batch).
 //
 // Smaller messages, and any other message type, go through grpc-go's own
 // proto codec. RemoteConfig installs the codec on the remote's gRPC server
@@ -47,6 +52,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc/encoding"
@@ -115,7 +121,10 @@ func (remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok || data.Len() < aliasMinBytes {
 		return defaultProtoCodec.Unmarshal(data, v)
 	}
-	// A private copy: grpc-go recycles data's buffers once we return.
+	// Private copies: grpc-go recycles data's buffers once we return.
+	if unmarshalStreamed(data, m) {
+		return nil
+	}
 	b := materializeNoZero(data)
 	if err := unmarshalRemoteMessage(b, m); err != nil {
 		return fmt.Errorf("client: remote codec: %w", err)
@@ -336,4 +345,15 @@ func (recycledFrames) Get(n int) *[]byte {
 	return &b
 }
 
-func (recycledFrames) Put(b *[]byte) { frame.Recycle(*b) }
+func (recycledFrames) Put(b *[]byte) {
+	if frame.Recycle(*b) {
+		fetchFramesRecycled.Add(1)
+	}
+}
+
+// fetchFramesRecycled counts the frames recycledFrames gave back.
+var fetchFramesRecycled atomic.Int64
+
+// FetchFramesRecycled is how many read frames of fetch answers this
+// process's remote gave back to their pools once grpc-go had sent them.
+func FetchFramesRecycled() int64 { return fetchFramesRecycled.Load() }

@@ -121,7 +121,16 @@ func TestQueuedProducesShareOneWrite(t *testing.T) {
 	if writes != 2 {
 		t.Fatalf("%d writes to the log for the first produce and %d queued behind it, want 2", writes, queued)
 	}
-	res, err = system.Root.RequestFuture(pid, &messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: 2, MaxBytes: 1 << 20,
+	if got := logValues(t, system, pid, 2); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("log holds %v, want %v", got, want)
+	}
+}
+
+// logValues fetches partition t/0 from offset from (up to 1 MiB) and
+// returns its records' values.
+func logValues(t *testing.T, system *actor.ActorSystem, pid *actor.PID, from int64) []string {
+	t.Helper()
+	res, err := system.Root.RequestFuture(pid, &messages.FetchRequest{Topic: "t", Partition: 0, FetchOffset: from, MaxBytes: 1 << 20,
 		CurrentLeaderEpoch: -1, ReplicaId: -1}, timeout).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +139,5 @@ func TestQueuedProducesShareOneWrite(t *testing.T) {
 	for _, rec := range decode(t, res.(*messages.FetchResponse).Records) {
 		got = append(got, string(rec.Value))
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("log holds %v, want %v", got, want)
-	}
+	return got
 }

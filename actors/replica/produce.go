@@ -42,11 +42,13 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
 	"github.com/actorlog/actorlog/storage/record"
@@ -156,6 +158,7 @@ func (r *Replica) flushProduces(ctx actor.Context) {
 	}
 	for i, p := range q {
 		r.answerProduce(ctx, p.req, p.sender, resps[i], records[i], required[i], p.start)
+		recycleRecords(p.req)
 	}
 	if grew {
 		r.wakeFetches(ctx) // after the answers, as produce does
@@ -183,6 +186,37 @@ func (r *Replica) produce(ctx actor.Context, req *messages.ProduceRequest, sende
 		}
 	}
 	r.answerProduce(ctx, req, sender, resp, records, required, start)
+	if !internal {
+		recycleRecords(req)
+	}
+}
+
+// producedFramesRecycled counts the received produce frames
+// recycleRecords gave back.
+var producedFramesRecycled atomic.Int64
+
+// ProduceFramesRecycled is how many frames holding received produce
+// requests this process's replicas have given back to frame's pools.
+func ProduceFramesRecycled() int64 { return producedFramesRecycled.Load() }
+
+// recycleRecords gives the frame a ProduceRequest arrived in back to its
+// pool once the request is answered: the remote codec received the
+// request's envelope into a pooled frame of its own (actors/client:
+// remotedecode.go) whose records still reach the frame's trailer. From
+// here on nothing reads the batch: the log copied it to its segment (it
+// keeps no reference to a batch it was given, appended or refused), the
+// answer and a parked acks=all wait hold offsets, not records, and the
+// request was this replica's alone (one envelope, one message, one
+// receiver). Records of any other origin — a local producer's frame, the
+// Kafka listener's request, storage's read frames, which never become a
+// ProduceRequest's records — are not pooled received frames, and
+// frame.Recycle leaves them alone (an InternalProduce is not even
+// offered).
+func recycleRecords(req *messages.ProduceRequest) {
+	if frame.Recycle(req.Records) {
+		producedFramesRecycled.Add(1)
+		req.Records = nil
+	}
 }
 
 func newProduceResponse(req *messages.ProduceRequest) *messages.ProduceResponse {

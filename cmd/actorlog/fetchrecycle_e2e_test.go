@@ -2,6 +2,10 @@
 // back to a pool once the remote has written it (internal/frame,
 // actors/client/remotecodec.go), so the next read may overwrite it. Were
 // one given back too early, a consumer would receive another read's bytes.
+// The same host receives the producer's requests into pooled frames and
+// gives each back once its batch is appended (actors/client/remotedecode.go,
+// actors/replica/produce.go): one given back too early would put another
+// request's bytes in the log.
 
 package main
 
@@ -27,7 +31,8 @@ func recycleValue(i int) string {
 // the remote) read the same 20,000 records at once, while a producer
 // appends more, from a host (race-built under CI) that recycles its read
 // buffers. Every consumer gets every record once, in order, with its own
-// value, and the host reports frames recycled.
+// value, and the host reports frames recycled, of fetch answers and of
+// received produce requests.
 func TestConcurrentConsumersGetIntactRecordsFromRecycledFrames(t *testing.T) {
 	h := startHost(t, t.TempDir(), freeBase(t))
 	h.mustCLI("", "topics", "create", "recycle", "--partitions", "2")
@@ -102,5 +107,9 @@ func TestConcurrentConsumersGetIntactRecordsFromRecycledFrames(t *testing.T) {
 	if vals["actorlog_fetch_frames_recycled_total"] < 1 {
 		t.Fatalf("the host recycled no fetch frames (actorlog_fetch_frames_recycled_total %v): the test did not exercise it",
 			vals["actorlog_fetch_frames_recycled_total"])
+	}
+	if vals["actorlog_produce_frames_recycled_total"] < 1 {
+		t.Fatalf("the host recycled no produce frames (actorlog_produce_frames_recycled_total %v): the test did not exercise it",
+			vals["actorlog_produce_frames_recycled_total"])
 	}
 }

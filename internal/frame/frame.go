@@ -142,13 +142,18 @@ func Cap(b []byte) int {
 // the frame any more (see Recycle). A pooled frame that is never recycled
 // (served locally, dropped after an error) is collected as any other.
 
-// Pool classes: class k (1..) holds allocations of Headroom + (minPooled
-// << (k-1)) + trailerLen bytes, for frames of up to minPooled << (k-1)
-// bytes.
+// Pool classes: class k (1..) holds allocations of Headroom +
+// classFrame(k) + trailerLen bytes, for frames of up to classFrame(k) =
+// (minPooled << (k-1)) + classSlack bytes. The slack is for what comes
+// with a power of two of records: a received produce request's envelope
+// is its batch (the producer's batch size, 1 MiB by default) and a few
+// dozen bytes of fields, which without it would take the next class, twice
+// the memory.
 const (
 	minPooled  = 16 << 10
-	maxPooled  = 16 << 20
+	maxPooled  = 16<<20 + classSlack
 	numClasses = 11 // 16 KiB .. 16 MiB
+	classSlack = 1 << 10
 )
 
 var pools [numClasses + 1]sync.Pool // by class; [0] unused
@@ -165,14 +170,17 @@ func classOf(n int) uint64 {
 		return 0
 	}
 	k := uint64(1)
-	for size := minPooled; size < n; size <<= 1 {
+	for classFrame(k) < n {
 		k++
 	}
 	return k
 }
 
+// classFrame is the largest frame class k holds.
+func classFrame(k uint64) int { return minPooled<<(k-1) + classSlack }
+
 // classBytes is the size of class k's allocations.
-func classBytes(k uint64) int { return Headroom + minPooled<<(k-1) + trailerLen }
+func classBytes(k uint64) int { return Headroom + classFrame(k) + trailerLen }
 
 // AllocPooled is Alloc from the pools: a frame of n bytes, not zeroed (its
 // bytes may hold another frame's records), that Recycle may give back once

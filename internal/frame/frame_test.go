@@ -101,7 +101,7 @@ func TestAllocPooledFramesAreFramesInClasses(t *testing.T) {
 	for _, c := range []struct {
 		n     int
 		class uint64
-	}{{0, 1}, {1, 1}, {minPooled, 1}, {minPooled + 1, 2}, {1 << 20, 7}, {1<<20 + 1, 8}, {maxPooled, numClasses}, {maxPooled + 1, 0}} {
+	}{{0, 1}, {1, 1}, {minPooled, 1}, {minPooled + classSlack, 1}, {minPooled + classSlack + 1, 2}, {1 << 20, 7}, {1<<20 + 100, 7}, {1<<20 + classSlack + 1, 8}, {maxPooled, numClasses}, {maxPooled + 1, 0}} {
 		if got := classOf(c.n); got != c.class {
 			t.Errorf("classOf(%d) = %d, want %d", c.n, got, c.class)
 		}
