@@ -64,6 +64,28 @@ func createKafkaTopic(t *testing.T, h *Host, topic string, n int32) {
 		}
 		return nil
 	})
+	// Metadata can name h the leader a moment before the replica has
+	// taken leadership (it answers NOT_LEADER_OR_FOLLOWER until then):
+	// wait until every partition answers a list-offsets as leader.
+	adm := kafkaAdmin(t, h.KafkaAddress())
+	clustertest.WaitFor(t, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		listed, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("list end offsets: %w", err)
+		}
+		for p := int32(0); p < n; p++ {
+			o, ok := listed.Lookup(topic, p)
+			if !ok {
+				return fmt.Errorf("%s-%d: no end offset listed", topic, p)
+			}
+			if o.Err != nil {
+				return fmt.Errorf("%s-%d: %w", topic, p, o.Err)
+			}
+		}
+		return nil
+	})
 }
 
 // kafkaClient returns a kgo client bootstrapped to addr, closed at cleanup.
