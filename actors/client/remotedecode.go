@@ -25,9 +25,16 @@
 //     whose capacity ends at the frame's trailer when the records are the
 //     request's last field (aliasdecode.go), as messages/framed.go writes
 //     them;
-//   - a fresh, not zeroed buffer of its size otherwise (a fetch answer for
-//     a consumer, whose records the application keeps);
+//   - a fresh, not zeroed buffer of its size otherwise (a fetch answer in
+//     the same batch);
 //   - a shared chunk of small copies below pieceMinBytes.
+//
+// A batch whose type names (written before its envelopes) hold no
+// ProduceRequest — what a consumer receives — is left to the materialized
+// decode: nothing in it can go back to a pool, and a consumer decoding
+// fetch answers envelope by envelope ran 10–25 % slower than with one
+// buffer for the batch (perf consume, 1 KiB, A/B in one run; more GC and
+// system time for the same collections).
 //
 // Anything unexpected — a group, a field that runs past its message, a
 // batch that is not the message's only field — makes it give up before
@@ -39,6 +46,8 @@
 package client
 
 import (
+	"slices"
+
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -233,6 +242,9 @@ func (r *chunkReader) readBatch(end int) (*remote.MessageBatch, bool) {
 			return nil, false
 		}
 		if f.num == batchEnvelopesNum && f.typ == protowire.BytesType {
+			if len(envs) == 0 && !slices.Contains(names, produceRequestName) {
+				return nil, false // no produce request: decode it materialized
+			}
 			rest = rest[:len(rest)-len(f.raw)]
 			n, ok := r.readLen(end)
 			if !ok {

@@ -128,7 +128,8 @@ func TestStreamedDecodePoolsProduceRequestsOnly(t *testing.T) {
 }
 
 // TestStreamedDecodeGivesUpOnOddShapes: what the streamed decoder does
-// not expect is left to the materialized path, untouched, and the codec
+// not expect — or a batch without a produce request, which has nothing
+// to pool — is left to the materialized path, untouched, and the codec
 // still answers as protobuf does.
 func TestStreamedDecodeGivesUpOnOddShapes(t *testing.T) {
 	wire, err := proto.Marshal(codecTestBatch())
@@ -137,7 +138,13 @@ func TestStreamedDecodeGivesUpOnOddShapes(t *testing.T) {
 	}
 	trailing := append(bytes.Clone(wire), 0x10, 0x01) // a second top-level field
 	group := append(bytes.Clone(wire), 0x0b, 0x0c)    // a group after the batch
-	for name, in := range map[string][]byte{"cut": wire[:len(wire)-1], "trailing field": trailing, "group": group} {
+	fetches := codecTestBatch()                       // what a consumer receives
+	fetches.GetMessageBatch().TypeNames[0] = fetchResponseName
+	fetchOnly, err := proto.Marshal(fetches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][]byte{"cut": wire[:len(wire)-1], "trailing field": trailing, "group": group, "no produce request": fetchOnly} {
 		got := &remote.RemoteMessage{}
 		if unmarshalStreamed(chunked(in, 4096), got) {
 			t.Fatalf("%s: the streamed decoder took it", name)
