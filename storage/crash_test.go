@@ -3,7 +3,7 @@
 // returned; the parent kills it with SIGKILL mid-stream, reopens the log and
 // checks that every acknowledged batch is there, intact and in order, and
 // that the recovered producer state recognises every acknowledged batch: a
-// retry of one of its producer's last five is a duplicate with the original
+// retry of one of its producer's last ProducerBatchesRetained is a duplicate with the original
 // offsets, an older one is refused, and neither writes anything. Three
 // kill/restart rounds per flush policy, with tiny segments so rolls (and
 // producer state snapshots) happen.
@@ -121,7 +121,7 @@ func TestSIGKILLDuringAppends(t *testing.T) {
 }
 
 // checkCrashProducers retries every acknowledged batch (those up to offset
-// acked) against the reopened log: the last five of each producer in the
+// acked) against the reopened log: the last ProducerBatchesRetained of each producer in the
 // log are duplicates with their original offsets, older ones are out of
 // order, and the log does not change.
 func checkCrashProducers(t *testing.T, l *Log, acked int64) {
@@ -132,7 +132,7 @@ func checkCrashProducers(t *testing.T, l *Log, acked int64) {
 		newest := last - (last-k)%crashProducers // the producer's last batch in the log
 		info, err := l.Append(crashBatchBytes(t, k), 1)
 		switch {
-		case (newest-k)/crashProducers < producerBatchesRetained:
+		case (newest-k)/crashProducers < ProducerBatchesRetained:
 			if err != nil || !info.Duplicate || info.FirstOffset != k*crashPerBatch || info.LastOffset != k*crashPerBatch+crashPerBatch-1 {
 				t.Fatalf("retry of acknowledged batch %d: %+v, %v; want a duplicate at %d", k, info, err, k*crashPerBatch)
 			}

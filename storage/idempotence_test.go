@@ -164,9 +164,10 @@ func TestIdempotentAppend(t *testing.T) {
 	forAllPerms(t, func(t *testing.T, p perm) {
 		l := openLog(t, t.TempDir(), p.config())
 		next := map[int64]int32{}
-		sent := produce(t, l, p.codec, []int64{7, 8}, next, 8)
+		sent := produce(t, l, p.codec, []int64{7, 8}, next, ProducerBatchesRetained+3)
 		for _, pid := range []int64{7, 8} {
-			// The last five batches are duplicates; older ones are out of order.
+			// The last ProducerBatchesRetained batches are duplicates; older
+			// ones are out of order.
 			for _, s := range sent[pid][3:] {
 				checkDuplicate(t, l, p.codec, s)
 			}
@@ -175,7 +176,7 @@ func TestIdempotentAppend(t *testing.T) {
 			}
 			checkRefused(t, l, p.codec, pbatch{pid: pid, seq: next[pid] + 1, n: 5}, ErrOutOfOrderSequence)
 		}
-		if e, ok := l.ProducerState(7); !ok || e.Epoch != 0 || len(e.Batches) != 5 || e.LastOffset != sent[7][7].info.LastOffset {
+		if e, ok := l.ProducerState(7); !ok || e.Epoch != 0 || len(e.Batches) != ProducerBatchesRetained || e.LastOffset != sent[7][len(sent[7])-1].info.LastOffset {
 			t.Fatalf("producer 7: %+v %v", e, ok)
 		}
 		// A new epoch starts at sequence 0 and fences the old one.
@@ -183,7 +184,7 @@ func TestIdempotentAppend(t *testing.T) {
 		bumped := sentBatch{b: pbatch{pid: 7, epoch: 1, n: 5, ts: 5}}
 		bumped.info = appendNew(t, l, p.codec, bumped.b)
 		checkRefused(t, l, p.codec, pbatch{pid: 7, seq: next[7], n: 5}, ErrInvalidProducerEpoch)
-		checkRefused(t, l, p.codec, sent[7][7].b, ErrInvalidProducerEpoch)
+		checkRefused(t, l, p.codec, sent[7][len(sent[7])-1].b, ErrInvalidProducerEpoch)
 		checkDuplicate(t, l, p.codec, bumped)
 		if e, ok := l.ProducerState(7); !ok || e.Epoch != 1 || len(e.Batches) != 1 || e.Batches[0].FirstOffset != bumped.info.FirstOffset {
 			t.Fatalf("producer 7 after the epoch bump: %+v %v", e, ok)
@@ -378,7 +379,7 @@ func TestFollowerTracksProducers(t *testing.T) {
 		dir := t.TempDir()
 		follower := openLog(t, dir, p.config())
 		next := map[int64]int32{}
-		sent := produce(t, leader, p.codec, pids, next, 10)
+		sent := produce(t, leader, p.codec, pids, next, ProducerBatchesRetained+5)
 		replicateAll(t, leader, follower)
 		want := producerStates(leader, pids)
 		checkProducerStates(t, follower, want)

@@ -15,7 +15,7 @@
 //	epoch <  entry's         ErrInvalidProducerEpoch (a fenced producer)
 //	epoch >  entry's         first sequence must be 0, else ErrOutOfOrderSequence
 //	epoch == entry's         (first, last) sequence equal to one of the last
-//	                         producerBatchesRetained batches: a duplicate; else the
+//	                         ProducerBatchesRetained batches: a duplicate; else the
 //	                         first sequence must follow the entry's last, else
 //	                         ErrOutOfOrderSequence
 //	unknown producer id      any sequence (KIP-360: its state may have expired)
@@ -48,10 +48,17 @@ var (
 	ErrOutOfOrderSequence = errors.New("storage: out of order sequence number")
 )
 
-// producerBatchesRetained is how many recent batches per producer are kept
-// for duplicate detection; Kafka keeps 5, the most in-flight requests an
-// idempotent producer may have.
-const producerBatchesRetained = 5
+// ProducerBatchesRetained is how many recent batches per producer are kept
+// for duplicate detection, and so the most batches of one partition an
+// idempotent producer may have in flight: a retry of any of them must still
+// be recognised. Kafka keeps 5, its idempotent producer's
+// max.in.flight.requests.per.connection, where one request carries a batch
+// for every partition of the broker; actorlog's producer sends each batch
+// to its partition's leader as a request of its own, so it counts batches
+// in flight per partition, and with 5 a run of small batches waits on the
+// round trip (issue 15). The ring grows as a producer's batches arrive, so
+// a producer that sent few batches costs no more than before.
+const ProducerBatchesRetained = 16
 
 // BatchMetadata is what the producer state remembers of one batch.
 type BatchMetadata struct {
@@ -67,7 +74,7 @@ type ProducerEntry struct {
 	ProducerID int64
 	Epoch      int16
 	// Batches are the producer's last data batches of this epoch, oldest
-	// first, at most 5.
+	// first, at most ProducerBatchesRetained.
 	Batches []BatchMetadata
 	// LastTimestamp is the max timestamp of the producer's last batch (or,
 	// for a batch without timestamps, the wall-clock time it was appended
@@ -80,18 +87,20 @@ type ProducerEntry struct {
 }
 
 // producerEntry is the mutable state of one producer id. Its batches are a
-// ring, so recording a batch of a known producer allocates nothing.
+// ring that grows to ProducerBatchesRetained as batches arrive (head stays 0
+// until it is full), so recording a batch of a producer that already sent
+// that many allocates nothing.
 type producerEntry struct {
 	epoch         int16
 	head, n       uint8 // batches[head] is the oldest of n
-	batches       [producerBatchesRetained]BatchMetadata
+	batches       []BatchMetadata
 	lastTimestamp int64
 	lastOffset    int64
 }
 
 // batch returns the i-th retained batch, oldest first.
 func (e *producerEntry) batch(i int) *BatchMetadata {
-	return &e.batches[(int(e.head)+i)%producerBatchesRetained]
+	return &e.batches[(int(e.head)+i)%len(e.batches)]
 }
 
 // lastSeq is the last sequence of the newest batch, -1 when none is kept
@@ -104,13 +113,18 @@ func (e *producerEntry) lastSeq() int32 {
 }
 
 func (e *producerEntry) addBatch(m BatchMetadata) {
-	if e.n < producerBatchesRetained {
-		*e.batch(int(e.n)) = m
+	if int(e.n) < ProducerBatchesRetained {
+		// head is 0 until the ring is full (a new epoch resets both).
+		if int(e.n) < len(e.batches) {
+			e.batches[e.n] = m
+		} else {
+			e.batches = append(e.batches, m)
+		}
 		e.n++
 		return
 	}
 	e.batches[e.head] = m
-	e.head = (e.head + 1) % producerBatchesRetained
+	e.head = (e.head + 1) % ProducerBatchesRetained
 }
 
 func (e *producerEntry) export(pid int64) ProducerEntry {
@@ -256,18 +270,19 @@ func (ps *producerState) get(pid int64) (ProducerEntry, bool) {
 	return e.export(pid), true
 }
 
-// Snapshot encoding, version 1, big-endian:
+// Snapshot encoding, version 2, big-endian (version 1, written when 5
+// batches were retained, has the same layout and is still read):
 //
-//	0   2  version (1)
+//	0   2  version (2)
 //	2   4  CRC32C of every byte after this field
 //	6   8  log offset the state covers (the file name's offset)
 //	14  4  producer count
 //	18  .. producers, ascending by id, each:
 //	       8 producer id, 2 epoch, 8 last timestamp, 8 last offset,
-//	       1 batch count (<= 5), then per batch (oldest first):
+//	       1 batch count (<= ProducerBatchesRetained), then per batch (oldest first):
 //	       4 first seq, 4 last seq, 8 first offset, 8 last offset, 8 timestamp
 const (
-	snapshotVersion       = 1
+	snapshotVersion       = 2
 	snapshotHeaderSize    = 18
 	snapshotProducerSize  = 27
 	snapshotBatchMetaSize = 32
@@ -319,7 +334,7 @@ func decodeSnapshot(data []byte, offset int64) (*producerState, error) {
 	if len(data) < snapshotHeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes", errCorruptSnapshot, len(data))
 	}
-	if v := be.Uint16(data); v != snapshotVersion {
+	if v := be.Uint16(data); v != snapshotVersion && v != 1 {
 		return nil, fmt.Errorf("%w: unknown version %d", errCorruptSnapshot, v)
 	}
 	if stored, got := be.Uint32(data[2:]), crc32.Checksum(data[6:], castagnoli); stored != got {
@@ -346,12 +361,13 @@ func decodeSnapshot(data []byte, offset int64) (*producerState, error) {
 			n:             rest[26],
 		}
 		rest = rest[snapshotProducerSize:]
-		if pid < 0 || e.n > producerBatchesRetained || len(rest) < int(e.n)*snapshotBatchMetaSize || e.lastOffset >= offset {
+		if pid < 0 || int(e.n) > ProducerBatchesRetained || len(rest) < int(e.n)*snapshotBatchMetaSize || e.lastOffset >= offset {
 			return nil, fmt.Errorf("%w: producer %d (id %d, %d batches, last offset %d) is invalid", errCorruptSnapshot, i, pid, e.n, e.lastOffset)
 		}
 		if ps.producers[pid] != nil {
 			return nil, fmt.Errorf("%w: producer id %d twice", errCorruptSnapshot, pid)
 		}
+		e.batches = make([]BatchMetadata, e.n)
 		for j := 0; j < int(e.n); j++ {
 			e.batches[j] = BatchMetadata{
 				FirstSeq:    int32(be.Uint32(rest)),

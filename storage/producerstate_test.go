@@ -1,6 +1,6 @@
 // producerstate_test.go: the pure producer state, table-tested without files
-// or clocks: sequence and epoch checks, duplicates among the last five
-// batches, sequence wrap-around, expiry, and the snapshot encoding (round
+// or clocks: sequence and epoch checks, duplicates among the last
+// ProducerBatchesRetained batches, sequence wrap-around, expiry, and the snapshot encoding (round
 // trip, and every damage refused).
 
 package storage
@@ -81,13 +81,18 @@ func TestProducerStateCheck(t *testing.T) {
 			bad(1, 0, 9, ErrOutOfOrderSequence),  // overlaps, not a retry
 			ok(1, 0, 10),
 		}},
-		{"retries of the last five batches are duplicates", []psStep{
-			ok(1, 0, 0), ok(1, 0, 5), ok(1, 0, 10), ok(1, 0, 15), ok(1, 0, 20),
-			dup(1, 0, 0, 0), dup(1, 0, 10, 10), dup(1, 0, 20, 20),
-			ok(1, 0, 25),
-			bad(1, 0, 0, ErrOutOfOrderSequence), // now six batches back: forgotten
-			dup(1, 0, 5, 5), dup(1, 0, 25, 25),
-		}},
+		{"retries of the last ProducerBatchesRetained batches are duplicates", func() []psStep {
+			const r = ProducerBatchesRetained
+			var steps []psStep
+			for i := int32(0); i < r; i++ {
+				steps = append(steps, ok(1, 0, i*5))
+			}
+			steps = append(steps, dup(1, 0, 0, 0), dup(1, 0, 10, 10), dup(1, 0, (r-1)*5, (r-1)*5),
+				ok(1, 0, r*5),
+				bad(1, 0, 0, ErrOutOfOrderSequence), // now r+1 batches back: forgotten
+				dup(1, 0, 5, 5), dup(1, 0, r*5, r*5))
+			return steps
+		}()},
 		{"producers are independent", []psStep{
 			ok(1, 0, 0), ok(2, 0, 0), dup(1, 0, 0, 0), dup(2, 0, 0, 5), ok(2, 0, 5), ok(1, 0, 5),
 		}},
@@ -161,9 +166,10 @@ func TestProducerStateCheck(t *testing.T) {
 	}
 }
 
-func TestProducerStateUpdateKeepsFiveBatches(t *testing.T) {
+func TestProducerStateUpdateKeepsTheRetainedBatches(t *testing.T) {
 	ps := newProducerState()
-	for i := int32(0); i < 8; i++ {
+	const total = ProducerBatchesRetained + 3
+	for i := int32(0); i < total; i++ {
 		h := ok(9, 2, i*5).header(int64(i) * 5)
 		ps.update(&h, 7000+int64(i))
 	}
@@ -171,8 +177,8 @@ func TestProducerStateUpdateKeepsFiveBatches(t *testing.T) {
 	if !found {
 		t.Fatal("producer 9 not tracked")
 	}
-	want := ProducerEntry{ProducerID: 9, Epoch: 2, LastTimestamp: 7007, LastOffset: 39}
-	for i := int32(3); i < 8; i++ {
+	want := ProducerEntry{ProducerID: 9, Epoch: 2, LastTimestamp: 7000 + total - 1, LastOffset: total*5 - 1}
+	for i := int32(3); i < total; i++ {
 		o := int64(i) * 5
 		want.Batches = append(want.Batches, BatchMetadata{FirstSeq: i * 5, LastSeq: i*5 + 4, FirstOffset: o, LastOffset: o + 4, Timestamp: 1000 + o})
 	}
@@ -180,9 +186,9 @@ func TestProducerStateUpdateKeepsFiveBatches(t *testing.T) {
 		t.Fatalf("entry\n got %+v\nwant %+v", got, want)
 	}
 	// A replicated batch of an older epoch (the leader accepted it) is followed.
-	h := ok(9, 1, 0).header(40)
+	h := ok(9, 1, 0).header(total * 5)
 	ps.update(&h, 8000)
-	if got, _ := ps.get(9); got.Epoch != 1 || len(got.Batches) != 1 || got.Batches[0].FirstOffset != 40 {
+	if got, _ := ps.get(9); got.Epoch != 1 || len(got.Batches) != 1 || got.Batches[0].FirstOffset != total*5 {
 		t.Fatalf("after an older epoch from the log: %+v", got)
 	}
 }
@@ -232,7 +238,7 @@ func sampleProducerState() *producerState {
 		off = h.NextOffset()
 	}
 	add(ok(3, 0, 0))
-	for i := int32(0); i < 7; i++ {
+	for i := int32(0); i < ProducerBatchesRetained+2; i++ { // its ring wraps
 		add(ok(1, 4, i*5))
 	}
 	add(psStep{pid: 2, epoch: 1, n: 1, control: true})
@@ -257,7 +263,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 			}
 		}
 		// Decoded state behaves as the original: the ring continues where it was.
-		h := ok(1, 4, 35).header(300)
+		h := ok(1, 4, (ProducerBatchesRetained+2)*5).header(300)
 		got.update(&h, 0)
 		ps.update(&h, 0)
 		a, _ := got.get(1)
@@ -265,6 +271,33 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("after one more batch\n got %+v\nwant %+v", a, b)
 		}
+	}
+}
+
+// TestProducerSnapshotVersion1IsRead: a snapshot written before the retained
+// batches went from 5 to ProducerBatchesRetained (version 1, same layout) is
+// still loaded, so an upgraded host need not replay its logs.
+func TestProducerSnapshotVersion1IsRead(t *testing.T) {
+	ps := newProducerState()
+	var off int64
+	for i := int32(0); i < 5; i++ {
+		h := ok(1, 0, i*5).header(off)
+		ps.update(&h, h.MaxTimestamp)
+		off = h.NextOffset()
+	}
+	data := ps.encodeSnapshot(200)
+	if binary.BigEndian.Uint16(data) != 2 {
+		t.Fatalf("snapshot version %d, want 2", binary.BigEndian.Uint16(data))
+	}
+	binary.BigEndian.PutUint16(data, 1) // the CRC covers the bytes after it
+	got, err := decodeSnapshot(data, 200)
+	if err != nil {
+		t.Fatalf("decode version 1: %v", err)
+	}
+	a, _ := got.get(1)
+	b, _ := ps.get(1)
+	if !reflect.DeepEqual(a, b) || len(a.Batches) != 5 {
+		t.Fatalf("version 1 snapshot\n got %+v\nwant %+v", a, b)
 	}
 }
 
@@ -301,8 +334,11 @@ func TestProducerSnapshotDamageIsRefused(t *testing.T) {
 		{"other offset than its name", data, 201},
 		{"batches at or above its offset", edit(func(d []byte) []byte { binary.BigEndian.PutUint64(d[6:], 40); return d }), 40},
 		{"producer count too large", edit(func(d []byte) []byte { d[14] = 0x7f; return d }), 200},
-		{"six batches", edit(func(d []byte) []byte { d[snapshotHeaderSize+snapshotProducerSize-1] = 6; return d }), 200},
-		{"version 2", func() []byte { d := clone(); d[1] = 2; return d }(), 200},
+		{"more batches than retained", edit(func(d []byte) []byte {
+			d[snapshotHeaderSize+snapshotProducerSize-1] = ProducerBatchesRetained + 1
+			return d
+		}), 200},
+		{"version 3", func() []byte { d := clone(); d[1] = 3; return d }(), 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

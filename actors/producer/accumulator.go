@@ -175,7 +175,8 @@ type partition struct {
 //     and stamp new batches with the new id once those are answered.
 //   - A new batch is sent only while fewer than MaxInFlight batches of its
 //     partition were stamped since the oldest one still unanswered, so that
-//     a retry always finds its batch among the last 5 the leader remembers.
+//     a retry always finds its batch among the last MaxInFlightIdempotent
+//     the leader remembers.
 //
 // The zero Accumulator is not usable; call NewAccumulator. An Accumulator is
 // not safe for concurrent use: it is owned by the producer actor.

@@ -1,6 +1,6 @@
 // This file holds fakeLog, a partition leader's log reduced to what an
 // idempotent producer sees: it appends batches, deduplicates retries of a
-// producer's last 5 batches and refuses sequence gaps and old epochs, as
+// producer's last MaxInFlightIdempotent batches and refuses sequence gaps and old epochs, as
 // the server side does. Tests drive it directly (pure) or behind an actor.
 
 package producer
@@ -23,7 +23,7 @@ type fakeLog struct {
 type fakeProducer struct {
 	epoch   int16
 	lastSeq int32
-	recent  []fakeBatch // the last 5 batches appended, oldest first
+	recent  []fakeBatch // the last MaxInFlightIdempotent batches appended, oldest first
 }
 
 // fakeBatch is one appended batch of a producer.
@@ -67,7 +67,7 @@ func (l *fakeLog) produce(t testing.TB, batch []byte) (messages.ErrorCode, int64
 	off := l.append(t, batch)
 	st.lastSeq = seqAdd(h.BaseSequence, int(h.RecordCount)-1)
 	st.recent = append(st.recent, fakeBatch{h.BaseSequence, h.RecordCount, off})
-	if len(st.recent) > 5 {
+	if len(st.recent) > MaxInFlightIdempotent {
 		st.recent = st.recent[1:]
 	}
 	return 0, off

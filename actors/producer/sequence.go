@@ -126,8 +126,9 @@ func (a *Accumulator) canSend(p *partition) bool {
 // carries the current producer id and its batch's current stamp (the
 // leader must settle the old sequences before the new ones start), and
 // only while it is fewer than MaxInFlight batches past the oldest batch
-// still in flight: the leader remembers a producer's last 5 batches, so a
-// retry of any batch that may have been appended must find it among them.
+// still in flight: the leader remembers a producer's last
+// MaxInFlightIdempotent batches, so a retry of any batch that may have
+// been appended must find it among them.
 // Kafka counts requests in flight instead, which is the same while answers
 // come in order; here an answer can be lost (until the request timeout)
 // while later ones arrive. Every stamped batch ahead of b in the queue was

@@ -28,7 +28,7 @@
 // MESSAGE_TOO_LARGE. Nothing of a refused batch is written.
 //
 // Idempotent batches (producer id >= 0) are checked against the producer's
-// state in the log: a retry of one of the producer's last five batches is
+// state in the log: a retry of one of the producer's last 16 batches (storage.ProducerBatchesRetained) is
 // answered with the original batch's offsets and not written again; a gap
 // in the sequence or an older producer epoch is refused.
 //
