@@ -52,7 +52,8 @@ func createKafkaTopic(t *testing.T, h *Host, topic string, n int32) {
 	brk := actor.NewPID(h.system.Address(), messages.BrokerActorID)
 	clustertest.CreateTopic(t, h.system, brk, &messages.CreateTopicRequest{Name: topic, Partitions: n, ReplicationFactor: 1})
 	id := h.hostID.Load()
-	waitKafkaMetadata(t, kafkaAdmin(t, h.KafkaAddress()), func(md kadm.Metadata) error {
+	adm := kafkaAdmin(t, h.KafkaAddress())
+	waitKafkaMetadata(t, adm, func(md kadm.Metadata) error {
 		td, ok := md.Topics[topic]
 		if !ok || len(td.Partitions) != int(n) {
 			return fmt.Errorf("topics %v: want %s with %d partitions", md.Topics.Names(), topic, n)
@@ -67,7 +68,6 @@ func createKafkaTopic(t *testing.T, h *Host, topic string, n int32) {
 	// Metadata can name h the leader a moment before the replica has
 	// taken leadership (it answers NOT_LEADER_OR_FOLLOWER until then):
 	// wait until every partition answers a list-offsets as leader.
-	adm := kafkaAdmin(t, h.KafkaAddress())
 	clustertest.WaitFor(t, 20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
