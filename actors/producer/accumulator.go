@@ -128,6 +128,9 @@ type partition struct {
 	nextSeq int32 // base sequence of the next batch stamped under gen
 	stamps  int   // batches stamped under gen: the next one's ordinal
 	broken  bool  // a batch of gen left unacknowledged: restart its sequences
+	// lastRetry is the send id of the latest batch sent again (see
+	// OutOfOrderSequence).
+	lastRetry BatchID
 
 	// Scheduling (see schedule.go).
 	idx   int       // its place in Accumulator.parts
@@ -617,6 +620,7 @@ func (a *Accumulator) readyPart(p *partition, now time.Time, all, idle bool) {
 			// headroom (messages/framed.go): a retry goes without the
 			// frame (its capacity cut to its length), and is copied.
 			rb.Bytes = b.bytes[:len(b.bytes):len(b.bytes)]
+			p.lastRetry = b.id
 		}
 		rb.Records, rb.Reports, rb.Attempt = len(b.reports), b.reports, b.attempts
 		a.ready = append(a.ready, rb)

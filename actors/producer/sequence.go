@@ -45,9 +45,12 @@ func (a *Accumulator) SetProducerID(id int64, epoch int16) {
 // OUT_OF_ORDER_SEQUENCE_NUMBER (cause): the batch's sequence does not follow
 // the last one the leader has. That is expected, and the batch is retried
 // as by Retry, when an earlier batch of the partition is in flight or
-// waiting to be sent again (the leader has not got it yet), or when the
-// send carried a stamp the batch no longer has (the partition's sequence
-// was lost since, and the batch was or will be re-stamped). Otherwise the
+// waiting to be sent again (the leader has not got it yet), when an
+// earlier batch was sent again after this send (the refusal may predate
+// that retry: answers can come late and out of order, and while this send
+// is in flight only earlier batches are retried), or when the send carried
+// a stamp the batch no longer has (the partition's sequence was lost
+// since, and the batch was or will be re-stamped). Otherwise the
 // partition's sequence has a gap that the producer cannot close: the batch
 // fails as by ProducerRejected.
 //
@@ -58,7 +61,7 @@ func (a *Accumulator) OutOfOrderSequence(id BatchID, now time.Time, cause error)
 	if b == nil {
 		return nil
 	}
-	if a.cfg.idempotent() && (b.moot || b.part.broken || a.earlierOutstanding(b)) {
+	if a.cfg.idempotent() && (b.moot || b.part.broken || a.earlierOutstanding(b) || b.part.lastRetry > id) {
 		return a.retry(nil, b, now, cause)
 	}
 	return a.reject(b, cause)

@@ -273,6 +273,66 @@ func TestIdempotentRetryOrder(t *testing.T) {
 	leader.checkExactlyOnce(t, "tpA", values(0, 7, 200))
 }
 
+// TestLateOutOfOrderAnswerIsRetried: the leader refuses batch 1, so it
+// refuses 2 and 3 as out of order; 3's answer comes late, after batches 1
+// and 2 were sent again and appended. Nothing earlier is outstanding then,
+// but the refusal predates those retries: batch 3 is sent again and
+// appended, not failed (before, its records failed and the producer id
+// was dropped).
+func TestLateOutOfOrderAnswerIsRetried(t *testing.T) {
+	a := newAcc(t, Config{BatchSize: 100, MaxInFlight: 5, DeliveryTimeout: time.Hour})
+	leader := newFakeLog()
+	oneRecordBatches(t, a, t0, tpA, 0, 4)
+	first := readyCopy(a, t0)
+	if got := sentInts(first); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("first sends %v", got)
+	}
+	complete := func(rb ReadyBatch, now time.Time) {
+		t.Helper()
+		code, off := leader.produce(t, rb.Bytes)
+		if code != 0 {
+			t.Fatalf("leader refused batch %v: %v", reportInts(rb), code)
+		}
+		if ds := a.Complete(rb.ID, off, nil); len(ds) != rb.Records || ds[0].Err != nil {
+			t.Fatalf("Complete %v: %+v", reportInts(rb), ds)
+		}
+	}
+	complete(first[0], t0)
+	now := ms(1)
+	if ds := a.Retry(first[1].ID, now, errNotLeader); ds != nil { // not appended
+		t.Fatalf("Retry: %+v", ds)
+	}
+	for _, rb := range first[2:] {
+		if code, _ := leader.produce(t, rb.Bytes); code != messages.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER {
+			t.Fatalf("leader accepted batch %v: %v", reportInts(rb), code)
+		}
+	}
+	if ds := a.OutOfOrderSequence(first[2].ID, now, errOutOfOrder); ds != nil {
+		t.Fatalf("OutOfOrderSequence behind a retry failed records: %+v", ds)
+	}
+	// Batch 3's answer is still on its way; 1 and 2 go again and land.
+	later := now.Add(DefaultRetryBackoff)
+	for i := 1; i <= 2; i++ {
+		rb := readyCopy(a, later)
+		if got := sentInts(rb); !slices.Equal(got, []int{i}) {
+			t.Fatalf("retry step %d: sent %v", i, got)
+		}
+		complete(rb[0], later)
+	}
+	if ds := a.OutOfOrderSequence(first[3].ID, later, errOutOfOrder); ds != nil {
+		t.Fatalf("late out-of-order answer failed records: %+v", ds)
+	}
+	rb := readyCopy(a, later.Add(DefaultRetryBackoff))
+	if got := sentInts(rb); !slices.Equal(got, []int{3}) || rb[0].Attempt != 2 {
+		t.Fatalf("after the late answer: sent %v", got)
+	}
+	complete(rb[0], later)
+	leader.checkExactlyOnce(t, "tpA", values(0, 4, 200))
+	if a.NeedProducerID() {
+		t.Error("the producer id was dropped")
+	}
+}
+
 // TestSequenceErrors: how each sequence error is classified, and what
 // becomes of the partition's other batches and of the producer id.
 func TestSequenceErrors(t *testing.T) {
