@@ -63,7 +63,7 @@ func checkSnapshot(t *testing.T, data []byte, offset int64) {
 	}
 	for pid, e := range ps.producers {
 		x := e.export(pid)
-		if pid < 0 || int(e.n) > ProducerBatchesRetained || x.LastOffset >= offset {
+		if pid < 0 || len(e.batches) > ProducerBatchesRetained || x.LastOffset >= offset {
 			t.Fatalf("decoded producer %+v of a snapshot at %d", x, offset)
 		}
 		for _, b := range x.Batches {

@@ -92,8 +92,8 @@ type ProducerEntry struct {
 // that many allocates nothing.
 type producerEntry struct {
 	epoch         int16
-	head, n       uint8 // batches[head] is the oldest of n
-	batches       []BatchMetadata
+	head          uint8           // batches[head] is the oldest
+	batches       []BatchMetadata // at most ProducerBatchesRetained
 	lastTimestamp int64
 	lastOffset    int64
 }
@@ -106,21 +106,15 @@ func (e *producerEntry) batch(i int) *BatchMetadata {
 // lastSeq is the last sequence of the newest batch, -1 when none is kept
 // (so that 0 follows it).
 func (e *producerEntry) lastSeq() int32 {
-	if e.n == 0 {
+	if len(e.batches) == 0 {
 		return -1
 	}
-	return e.batch(int(e.n) - 1).LastSeq
+	return e.batch(len(e.batches) - 1).LastSeq
 }
 
 func (e *producerEntry) addBatch(m BatchMetadata) {
-	if int(e.n) < ProducerBatchesRetained {
-		// head is 0 until the ring is full (a new epoch resets both).
-		if int(e.n) < len(e.batches) {
-			e.batches[e.n] = m
-		} else {
-			e.batches = append(e.batches, m)
-		}
-		e.n++
+	if len(e.batches) < ProducerBatchesRetained {
+		e.batches = append(e.batches, m) // head is 0 until the ring is full
 		return
 	}
 	e.batches[e.head] = m
@@ -129,7 +123,7 @@ func (e *producerEntry) addBatch(m BatchMetadata) {
 
 func (e *producerEntry) export(pid int64) ProducerEntry {
 	out := ProducerEntry{ProducerID: pid, Epoch: e.epoch, LastTimestamp: e.lastTimestamp, LastOffset: e.lastOffset}
-	for i := 0; i < int(e.n); i++ {
+	for i := range e.batches {
 		out.Batches = append(out.Batches, *e.batch(i))
 	}
 	return out
@@ -193,7 +187,7 @@ func (ps *producerState) check(h *record.Header) (BatchMetadata, bool, error) {
 		}
 		return BatchMetadata{}, false, nil
 	}
-	for i := 0; i < int(e.n); i++ {
+	for i := range e.batches {
 		if b := e.batch(i); b.FirstSeq == first && b.LastSeq == last {
 			return *b, true, nil
 		}
@@ -222,7 +216,7 @@ func (ps *producerState) update(h *record.Header, ts int64) {
 	if h.ProducerEpoch != e.epoch {
 		// A newer epoch starts over; an older one only reaches here from a
 		// leader that accepted it, so follow the log.
-		e.epoch, e.head, e.n = h.ProducerEpoch, 0, 0
+		e.epoch, e.head, e.batches = h.ProducerEpoch, 0, e.batches[:0]
 	}
 	e.lastTimestamp, e.lastOffset = ts, h.LastOffset()
 	if h.Control() {
@@ -283,6 +277,7 @@ func (ps *producerState) get(pid int64) (ProducerEntry, bool) {
 //	       4 first seq, 4 last seq, 8 first offset, 8 last offset, 8 timestamp
 const (
 	snapshotVersion       = 2
+	snapshotVersion1      = 1 // same layout, at most 5 batches per producer
 	snapshotHeaderSize    = 18
 	snapshotProducerSize  = 27
 	snapshotBatchMetaSize = 32
@@ -294,7 +289,7 @@ func (ps *producerState) encodeSnapshot(offset int64) []byte {
 	size := snapshotHeaderSize
 	for pid, e := range ps.producers {
 		pids = append(pids, pid)
-		size += snapshotProducerSize + int(e.n)*snapshotBatchMetaSize
+		size += snapshotProducerSize + len(e.batches)*snapshotBatchMetaSize
 	}
 	slices.Sort(pids)
 	be := binary.BigEndian
@@ -308,8 +303,8 @@ func (ps *producerState) encodeSnapshot(offset int64) []byte {
 		buf = be.AppendUint16(buf, uint16(e.epoch))
 		buf = be.AppendUint64(buf, uint64(e.lastTimestamp))
 		buf = be.AppendUint64(buf, uint64(e.lastOffset))
-		buf = append(buf, e.n)
-		for i := 0; i < int(e.n); i++ {
+		buf = append(buf, byte(len(e.batches)))
+		for i := range e.batches {
 			b := e.batch(i)
 			buf = be.AppendUint32(buf, uint32(b.FirstSeq))
 			buf = be.AppendUint32(buf, uint32(b.LastSeq))
@@ -334,7 +329,7 @@ func decodeSnapshot(data []byte, offset int64) (*producerState, error) {
 	if len(data) < snapshotHeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes", errCorruptSnapshot, len(data))
 	}
-	if v := be.Uint16(data); v != snapshotVersion && v != 1 {
+	if v := be.Uint16(data); v != snapshotVersion && v != snapshotVersion1 {
 		return nil, fmt.Errorf("%w: unknown version %d", errCorruptSnapshot, v)
 	}
 	if stored, got := be.Uint32(data[2:]), crc32.Checksum(data[6:], castagnoli); stored != got {
@@ -358,17 +353,17 @@ func decodeSnapshot(data []byte, offset int64) (*producerState, error) {
 			epoch:         int16(be.Uint16(rest[8:])),
 			lastTimestamp: int64(be.Uint64(rest[10:])),
 			lastOffset:    int64(be.Uint64(rest[18:])),
-			n:             rest[26],
 		}
+		n := int(rest[26])
 		rest = rest[snapshotProducerSize:]
-		if pid < 0 || int(e.n) > ProducerBatchesRetained || len(rest) < int(e.n)*snapshotBatchMetaSize || e.lastOffset >= offset {
-			return nil, fmt.Errorf("%w: producer %d (id %d, %d batches, last offset %d) is invalid", errCorruptSnapshot, i, pid, e.n, e.lastOffset)
+		if pid < 0 || n > ProducerBatchesRetained || len(rest) < n*snapshotBatchMetaSize || e.lastOffset >= offset {
+			return nil, fmt.Errorf("%w: producer %d (id %d, %d batches, last offset %d) is invalid", errCorruptSnapshot, i, pid, n, e.lastOffset)
 		}
 		if ps.producers[pid] != nil {
 			return nil, fmt.Errorf("%w: producer id %d twice", errCorruptSnapshot, pid)
 		}
-		e.batches = make([]BatchMetadata, e.n)
-		for j := 0; j < int(e.n); j++ {
+		e.batches = make([]BatchMetadata, n)
+		for j := range n {
 			e.batches[j] = BatchMetadata{
 				FirstSeq:    int32(be.Uint32(rest)),
 				LastSeq:     int32(be.Uint32(rest[4:])),

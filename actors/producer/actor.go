@@ -279,8 +279,8 @@ func ActorProps(cfg ActorConfig) (*actor.Props, error) {
 	}
 	eff := core.Accumulator.Config()
 	if asked == IdempotenceDefault && !eff.idempotent() {
-		cfg.Logger.WithFields(logrus.Fields{"acks": cfg.Acks.String(), "max_in_flight": eff.MaxInFlight}).
-			Info("producer: not idempotent: idempotence needs acks=all and at most MaxInFlightIdempotent (16) batches in flight")
+		cfg.Logger.WithFields(logrus.Fields{"acks": cfg.Acks.String(), "max_in_flight": eff.MaxInFlight, "max_in_flight_idempotent": MaxInFlightIdempotent}).
+			Info("producer: not idempotent: idempotence needs acks=all and at most max_in_flight_idempotent batches in flight")
 	}
 	rpcTimeout := eff.RequestTimeout
 	if cfg.Client != nil {
