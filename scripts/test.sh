@@ -15,7 +15,23 @@ if [[ $# -gt 0 ]]; then
 	exec go test -race -count=1 -timeout 20m "$@"
 fi
 mapfile -t rest < <(go list ./... | grep -v -e '/cmd/actorlog$' -e '/deploy$')
-go test -race -count=1 -timeout 20m "${rest[@]}"
+# A package that failed only by protoactor's Remote.Start race (see
+# scripts/known-race.awk: a write inside protoactor to grpc's global logger,
+# which several remotes in one test process can hit) runs once more; any
+# other failure, or that race again, fails.
+log="$(mktemp)"
+trap 'rm -f "${log}"' EXIT
+rc=0
+go test -race -count=1 -timeout 20m "${rest[@]}" 2>&1 | tee "${log}" || rc=$?
+if [[ ${rc} -ne 0 ]]; then
+	mapfile -t failed < <(awk -F '\t' '/^FAIL\t/ { print $2 }' "${log}" | sort -u)
+	mapfile -t known < <(awk -f scripts/known-race.awk "${log}" | sort -u)
+	if [[ ${#failed[@]} -eq 0 || "${failed[*]}" != "${known[*]}" ]]; then
+		exit "${rc}"
+	fi
+	echo "== failed only by protoactor's Remote.Start race (grpclog.SetLoggerV2), once more: ${failed[*]}" >&2
+	go test -race -count=1 -timeout 20m "${failed[@]}"
+fi
 # The end-to-end test binary itself runs without -race: its in-process
 # clients each start a protoactor remote, and protoactor's Remote.Start
 # swaps grpc's global logger while other connections' goroutines read it
