@@ -718,6 +718,20 @@ func startMember(c *pcluster.Cluster) (err error) {
 	return nil
 }
 
+// shutdownCluster stops the protoactor cluster member, turning a panic
+// into an error: a member whose start failed part way (its remote could
+// not listen: the port was taken) has no gossiper, and protoactor's
+// Shutdown dereferences it.
+func shutdownCluster(c *pcluster.Cluster) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("stop cluster member: %v", p)
+		}
+	}()
+	c.Shutdown(false)
+	return nil
+}
+
 // startMetadata starts the embedded etcd member (or connects to the etcd
 // cluster of EtcdEndpoints), resolves this host's id from its name, and
 // registers the host (called by the member provider).
@@ -985,7 +999,10 @@ func (h *Host) shutdown(ctx context.Context) error {
 		// the remote. Not graceful: protoactor's graceful leave sleeps 2 s
 		// and gRPC's graceful stop waits up to 10 s for peers to hang up;
 		// the replicas have drained already.
-		h.cluster.Shutdown(false)
+		if err := shutdownCluster(h.cluster); err != nil {
+			errs = append(errs, err)
+			h.system.Shutdown()
+		}
 	} else if h.system != nil {
 		h.system.Shutdown()
 	}
