@@ -575,7 +575,7 @@ func (h *Host) start(ctx context.Context) error {
 		return err
 	}
 	rc, err := client.RemoteConfig(cfg.Listen, cfg.Advertise, append([]client.RemoteOption{client.WithGuardLogger(h.logger.WithField("component", "remote-guard")),
-		client.WithConnectionLimiter(h.conns)}, remoteTLS...)...)
+		client.WithConnectionLimiter(h.conns), client.WithPooledFetchAnswers()}, remoteTLS...)...)
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}

@@ -97,6 +97,10 @@ func NewMetrics() *Metrics {
 			Name: "actorlog_produce_frames_recycled_total",
 			Help: "Receive buffers of produce requests from other processes given back to their pool once the batch was appended (internal/frame).",
 		}, func() float64 { return float64(replica.ProduceFramesRecycled()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "actorlog_fetched_frames_recycled_total",
+			Help: "Receive buffers of fetch answers a follower replica here appended and gave back to their pool (internal/frame).",
+		}, func() float64 { return float64(replica.FetchedFramesRecycled()) }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -97,6 +97,7 @@ type remoteOptions struct {
 	limiter     *netlimit.Limiter
 	tls         *remoteTLS                 // WithTLS; nil: plain text
 	hostNames   func(int32) (string, bool) // WithHostNames
+	poolFetch   bool                       // WithPooledFetchAnswers
 }
 
 // WithConnectionLimiter counts the remote server's connections against
@@ -105,6 +106,17 @@ type remoteOptions struct {
 // netlimit.DefaultMaxConnectionsPerIP of that.
 func WithConnectionLimiter(limiter *netlimit.Limiter) RemoteOption {
 	return func(o *remoteOptions) { o.limiter = limiter }
+}
+
+// WithPooledFetchAnswers makes the remote's codec receive every
+// FetchResponse envelope of pieceMinBytes or more into a pooled frame of
+// its own, as it does produce requests (remotedecode.go), for a host whose
+// follower replicas give the frame back once they appended the records
+// (actors/replica: follower.go). A host receives fetch answers mostly as
+// a follower; a client, which keeps them in its consumer's buffers, gets
+// one buffer per message batch without it.
+func WithPooledFetchAnswers() RemoteOption {
+	return func(o *remoteOptions) { o.poolFetch = true }
 }
 
 // WithGuardLogger sets the logger the remote guard reports refused
@@ -171,7 +183,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 				MaxConnectionIdle: MaxConnectionIdle, Time: KeepaliveTime, Timeout: KeepaliveTimeout,
 			}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
-			grpc.ForceServerCodecV2(remoteCodec{}), // large envelopes not copied (remotecodec.go)
+			grpc.ForceServerCodecV2(remoteCodec{poolFetch: ro.poolFetch}), // large envelopes not copied (remotecodec.go)
 			grpc.InitialWindowSize(FlowControlWindow), grpc.InitialConnWindowSize(FlowControlWindow),
 			grpc.WriteBufferSize(WriteBufferSize), grpc.SharedWriteBuffer(true), grpc.ReadBufferSize(ReadBufferSize),
 			experimental.BufferPool(remoteBufferPool), // no clearing (bufpool.go)
@@ -182,7 +194,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 			grpc.WithWriteBufferSize(WriteBufferSize), grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(ReadBufferSize),
 			experimental.WithBufferPool(remoteBufferPool),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage),
-				grpc.ForceCodecV2(remoteCodec{})),
+				grpc.ForceCodecV2(remoteCodec{poolFetch: ro.poolFetch})),
 		),
 		remote.WithEndpointWriterBatchSize(64),
 		remote.WithEndpointWriterQueueSize(100_000),

@@ -88,7 +88,9 @@ const aliasMinBytes = 32 << 10
 const pieceMinBytes = 4 << 10
 
 // remoteCodec is the gRPC codec of the remote (see the file comment).
-type remoteCodec struct{}
+// With poolFetch (WithPooledFetchAnswers) FetchResponse envelopes are
+// received into pooled frames too (remotedecode.go).
+type remoteCodec struct{ poolFetch bool }
 
 // defaultProtoCodec is grpc-go's proto codec, for everything remoteCodec
 // does not handle itself.
@@ -116,13 +118,13 @@ func (remoteCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return out, nil
 }
 
-func (remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
+func (c remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(*remote.RemoteMessage)
 	if !ok || data.Len() < aliasMinBytes {
 		return defaultProtoCodec.Unmarshal(data, v)
 	}
 	// Private copies: grpc-go recycles data's buffers once we return.
-	if unmarshalStreamed(data, m) {
+	if unmarshalStreamed(data, m, c.poolFetch) {
 		return nil
 	}
 	b := materializeNoZero(data)

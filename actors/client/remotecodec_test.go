@@ -418,7 +418,7 @@ func FuzzRemoteCodecUnmarshal(f *testing.F) {
 		// does not give up, protobuf agrees.
 		for _, chunk := range []int{1, 5, len(in) + 1} {
 			streamed := &remote.RemoteMessage{}
-			if !unmarshalStreamed(chunked(in, chunk), streamed) {
+			if !unmarshalStreamed(chunked(in, chunk), streamed, false) {
 				continue
 			}
 			if wantErr != nil {

@@ -18,23 +18,31 @@
 // protobuf's own), and copies each message_data into:
 //
 //   - a pooled frame (frame.AllocPooled) when it is pieceMinBytes or more
-//     and the envelope carries a ProduceRequest (its type, looked up in
-//     the batch's type names, is known before its data: protobuf writes
-//     fields in number order and the codec's Marshal writes message_data
-//     last); that frame reaches the replica as the request's records,
-//     whose capacity ends at the frame's trailer when the records are the
-//     request's last field (aliasdecode.go), as messages/framed.go writes
-//     them;
+//     and the envelope carries a ProduceRequest, or a FetchResponse on a
+//     host (WithPooledFetchAnswers) (its type, looked up in the batch's
+//     type names, is known before its data: protobuf writes fields in
+//     number order and the codec's Marshal writes message_data last);
+//     that frame reaches the replica as the request's records (the
+//     follower as the answer's), whose capacity ends at the frame's
+//     trailer when the records are the message's last field
+//     (aliasdecode.go), as messages/framed.go writes them;
 //   - a fresh, not zeroed buffer of its size otherwise (a fetch answer in
-//     the same batch);
+//     the same batch, on a client);
 //   - a shared chunk of small copies below pieceMinBytes.
 //
-// A batch whose type names (written before its envelopes) hold no
-// ProduceRequest — what a consumer receives — is left to the materialized
-// decode: nothing in it can go back to a pool, and a consumer decoding
-// fetch answers envelope by envelope ran 10–25 % slower than with one
-// buffer for the batch (perf consume, 1 KiB, A/B in one run; more GC and
-// system time for the same collections).
+// A host's follower replicas receive the leader's fetch answers this way
+// and give each frame back once appended (actors/replica: follower.go).
+// At 1 KiB records with replication factor 3 the copy of those answers
+// into fresh memory was 17–21 % of every host's CPU (CPU profiles of
+// scripts/replication-bench.sh, issue 15): on this project's VMs memory
+// the process has not touched lately costs several times more to write.
+//
+// A batch whose type names (written before its envelopes) hold nothing to
+// pool — what a consumer receives — is left to the materialized decode:
+// nothing in it would go back to a pool, and a consumer decoding fetch
+// answers envelope by envelope ran 10–25 % slower than with one buffer for
+// the batch (perf consume, 1 KiB, A/B in one run; more GC and system time
+// for the same collections).
 //
 // Anything unexpected — a group, a field that runs past its message, a
 // batch that is not the message's only field — makes it give up before
@@ -69,6 +77,9 @@ type chunkReader struct {
 	cur  []byte   // what is left of the current one
 	pos  int      // bytes read so far
 	size int      // bytes in all
+	// poolFetch: FetchResponse envelopes get pooled frames too
+	// (WithPooledFetchAnswers).
+	poolFetch bool
 }
 
 func newChunkReader(data mem.BufferSlice) chunkReader {
@@ -206,8 +217,9 @@ func (s *smallCopies) take(n int) []byte {
 
 // unmarshalStreamed decodes data into m (see the file comment); ok is
 // false if it gave up, m untouched.
-func unmarshalStreamed(data mem.BufferSlice, m *remote.RemoteMessage) (ok bool) {
+func unmarshalStreamed(data mem.BufferSlice, m *remote.RemoteMessage, poolFetch bool) (ok bool) {
 	r := newChunkReader(data)
+	r.poolFetch = poolFetch
 	var scratch [16]byte
 	_, top, ok := r.readTag(scratch[:0])
 	if !ok || top.num != remoteMessageBatchNum || top.typ != protowire.BytesType {
@@ -242,8 +254,8 @@ func (r *chunkReader) readBatch(end int) (*remote.MessageBatch, bool) {
 			return nil, false
 		}
 		if f.num == batchEnvelopesNum && f.typ == protowire.BytesType {
-			if len(envs) == 0 && !slices.Contains(names, produceRequestName) {
-				return nil, false // no produce request: decode it materialized
+			if len(envs) == 0 && !slices.ContainsFunc(names, r.pooledType) {
+				return nil, false // nothing to pool: decode it materialized
 			}
 			rest = rest[:len(rest)-len(f.raw)]
 			n, ok := r.readLen(end)
@@ -300,7 +312,7 @@ func (r *chunkReader) readEnvelope(end int, names []string, scratch []byte, smal
 			switch {
 			case n < pieceMinBytes:
 				data = smalls.take(n)
-			case int(typeID) >= 0 && int(typeID) < len(names) && names[typeID] == produceRequestName:
+			case int(typeID) >= 0 && int(typeID) < len(names) && r.pooledType(names[typeID]):
 				data = frame.AllocPooled(n)
 			default:
 				data = frame.NoZero(n)
@@ -330,6 +342,12 @@ func (r *chunkReader) readEnvelope(end int, names []string, scratch []byte, smal
 		e.MessageData = data
 	}
 	return e, scratch, true
+}
+
+// pooledType reports whether envelopes of the named type are received
+// into pooled frames: produce requests, and with poolFetch fetch answers.
+func (r *chunkReader) pooledType(name string) bool {
+	return name == produceRequestName || (r.poolFetch && name == fetchResponseName)
 }
 
 // produceRequestName must be the full name of the message whose envelopes

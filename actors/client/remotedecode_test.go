@@ -41,7 +41,7 @@ func TestStreamedDecodeMatchesProtobuf(t *testing.T) {
 	for name, wire := range map[string][]byte{"protobuf": std, "codec": ours.Materialize()} {
 		for _, chunk := range []int{1, 3, 7, 4093, 16 << 10, len(wire)} {
 			got := &remote.RemoteMessage{}
-			if !unmarshalStreamed(chunked(wire, chunk), got) {
+			if !unmarshalStreamed(chunked(wire, chunk), got, false) {
 				t.Fatalf("%s, chunks of %d: the streamed decoder gave up on a well-formed batch", name, chunk)
 			}
 			if !proto.Equal(got, want) {
@@ -146,7 +146,7 @@ func TestStreamedDecodeGivesUpOnOddShapes(t *testing.T) {
 	}
 	for name, in := range map[string][]byte{"cut": wire[:len(wire)-1], "trailing field": trailing, "group": group, "no produce request": fetchOnly} {
 		got := &remote.RemoteMessage{}
-		if unmarshalStreamed(chunked(in, 4096), got) {
+		if unmarshalStreamed(chunked(in, 4096), got, false) {
 			t.Fatalf("%s: the streamed decoder took it", name)
 		}
 		if got.GetMessageBatch() != nil {
@@ -158,5 +158,64 @@ func TestStreamedDecodeGivesUpOnOddShapes(t *testing.T) {
 		if (wantErr == nil) != (gotErr == nil) || (wantErr == nil && !proto.Equal(got, want)) {
 			t.Fatalf("%s: codec says %v, protobuf %v", name, gotErr, wantErr)
 		}
+	}
+}
+
+// TestStreamedDecodePoolsFetchAnswersOnHosts: with WithPooledFetchAnswers
+// (a host, whose followers give the frame back) a batch of fetch answers
+// is decoded envelope by envelope, each large answer in a pooled frame
+// whose records, sent last as the leader sends them, reach its trailer;
+// without it (a client's consumer) the same batch is left to the
+// materialized decode and nothing is pooled.
+func TestStreamedDecodePoolsFetchAnswersOnHosts(t *testing.T) {
+	recs := randBytes(64<<10, 11)
+	framed := frame.Alloc(len(recs))
+	copy(framed, recs)
+	answer := &messages.FetchResponse{Topic: "orders", Partition: 2, HighWatermark: 77, Records: framed, CorrelationId: 5}
+	ser, err := answer.Serialize() // as the leader sends it: records last
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(ser.(proto.Message))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+		TypeNames: []string{fetchResponseName},
+		Targets:   []*actor.PID{{Address: "a", Id: "partition/orders/2"}},
+		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: data}, {TypeId: 0, MessageData: data}},
+	}}}
+	out, err := remoteCodec{}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := out.Materialize()
+	if unmarshalStreamed(chunked(wire, 16<<10), &remote.RemoteMessage{}, false) {
+		t.Fatal("a client's codec decoded fetch answers envelope by envelope")
+	}
+	got := &remote.RemoteMessage{}
+	if err := (remoteCodec{poolFetch: true}).Unmarshal(chunked(wire, 16<<10), got); err != nil {
+		t.Fatal(err)
+	}
+	envs := got.GetMessageBatch().GetEnvelopes()
+	if len(envs) != 2 {
+		t.Fatalf("%d envelopes decoded, want 2", len(envs))
+	}
+	before := frame.Recycled()
+	for i, e := range envs {
+		v, err := aliasSerializer{}.Deserialize(fetchResponseName, e.MessageData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := v.(*messages.FetchResponse)
+		if !bytes.Equal(resp.Records, recs) || resp.Topic != "orders" || resp.HighWatermark != 77 || resp.CorrelationId != 5 {
+			t.Fatalf("envelope %d: decoded %s/%d hw %d, %d bytes of records: not what was sent", i, resp.Topic, resp.Partition, resp.HighWatermark, len(resp.Records))
+		}
+		if !frame.Recycle(resp.Records) {
+			t.Fatalf("envelope %d: the answer's records do not reach a pooled frame's trailer: the follower cannot recycle it", i)
+		}
+	}
+	if frame.Recycled() != before+2 {
+		t.Fatalf("%d frames recycled, want 2", frame.Recycled()-before)
 	}
 }

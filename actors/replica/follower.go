@@ -10,11 +10,13 @@ package replica
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/messages"
 )
 
@@ -183,7 +185,9 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 		return
 	}
 	if len(resp.Records) > 0 {
-		if _, err := r.log.AppendReplicated(resp.Records); err != nil {
+		_, err := r.log.AppendReplicated(resp.Records)
+		recycleFetched(resp)
+		if err != nil {
 			r.logger.WithError(err).WithField("fetch_offset", req.FetchOffset).Error("follower: appending fetched batches failed")
 			r.retry(ctx, fetchStep{r.inc}, "append", err)
 			return
@@ -194,4 +198,29 @@ func (r *Replica) onReplicaFetched(ctx actor.Context, req *messages.FetchRequest
 	r.setHighWatermark(FollowerHighWatermark(resp.HighWatermark, r.log.LogStartOffset(), r.log.LogEndOffset()))
 	r.metrics.LogEndOffset(r.cfg.Topic, r.cfg.Partition, r.hw)
 	ctx.Send(ctx.Self(), fetchStep{r.inc})
+}
+
+// fetchedFramesRecycled counts the frames recycleFetched gave back.
+var fetchedFramesRecycled atomic.Int64
+
+// FetchedFramesRecycled is how many frames holding fetch answers this
+// process's follower replicas have given back to frame's pools.
+func FetchedFramesRecycled() int64 { return fetchedFramesRecycled.Load() }
+
+// recycleFetched gives the frame a fetch answer's records arrived in back
+// to its pool once the follower has appended them (or failed to): a host's
+// remote codec receives a FetchResponse envelope into a pooled frame of its
+// own (actors/client: WithPooledFetchAnswers). From here on nothing reads
+// the records: the log copied them to its segment and keeps no reference
+// to them, appended or refused, and the answer was this replica's alone
+// (one request, one answer). A leader in the same process answers with
+// its own read frame, which no one else holds once answered
+// (storage.Log.Read reads records for one answer), so that one may go back
+// too; records of any other origin are left to the garbage collector
+// (frame.Recycle leaves them alone).
+func recycleFetched(resp *messages.FetchResponse) {
+	if frame.Recycle(resp.Records) {
+		fetchedFramesRecycled.Add(1)
+	}
+	resp.Records = nil
 }
