@@ -70,6 +70,20 @@ stop_pids() {
 	pids=()
 }
 
+# data_dirs and drop_data: the hosts' data directories a script made,
+# removed at its end (several GiB after a run at 1 KiB; KEEP_DATA=1 keeps
+# them). The logs and results beside them stay.
+data_dirs=()
+drop_data() {
+	if [[ "${KEEP_DATA:-0}" == 1 ]]; then
+		return
+	fi
+	local d
+	for d in "${data_dirs[@]}"; do
+		rm -rf "${d}"
+	done
+}
+
 # median_values: the median of the numbers on stdin, one per line (0 when
 # there are none).
 median_values() {

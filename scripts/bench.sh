@@ -47,7 +47,8 @@
 #   BEFORE_BIN=/tmp/actorlog-head scripts/bench.sh   # also HEAD's client
 #   BEFORE_HOST=1 BEFORE_BIN=/tmp/actorlog-head scripts/bench.sh   # HEAD's client and host
 #
-# Settings (environment): OUT (/tmp/actorlog-bench), ROUNDS (3), N
+# Settings (environment): KEEP_DATA (0: the hosts' data directories are
+# removed at the end; 1 keeps them), OUT (/tmp/actorlog-bench), ROUNDS (3), N
 # (1000000 records per throughput run), SIZES (100,1024), RATE (1000),
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
@@ -98,7 +99,8 @@ go build -o "${kb}" ./cmd/kafkabench
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-trap 'stop_host; stop_pids' EXIT
+trap 'stop_host; stop_pids; drop_data' EXIT
+data_dirs+=("${OUT}/host.data" "${OUT}/before-host.data")
 
 "${bin}" --log-level warn host --data-dir "${OUT}/host.data" --listen "${listen}" \
 	--http "${http}" --kafka-listen "" >"${OUT}/host.log" 2>&1 &

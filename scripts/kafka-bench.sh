@@ -13,7 +13,8 @@
 #   scripts/kafka-bench.sh                      # full run
 #   N=200000 ROUNDS=1 scripts/kafka-bench.sh    # quicker
 #
-# Settings (environment): OUT (/tmp/kafka-bench), N (1000000 records per
+# Settings (environment): KEEP_DATA (0: the hosts' data directories are
+# removed at the end; 1 keeps them), OUT (/tmp/kafka-bench), N (1000000 records per
 # throughput run), SIZES (100,1024), ROUNDS (2), RATE (50000), DURATION
 # (10s), KCAT_N (1000000), KCAT_ROUNDS (2), BENCH (1), KCAT (1), PROFILE
 # (1), IDLE_SECONDS (5), THREE (1: also
@@ -48,7 +49,8 @@ go build -o "${kb}" ./cmd/kafkabench
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-trap stop_pids EXIT
+trap 'stop_pids; drop_data' EXIT
+data_dirs+=("${OUT}/one" "${OUT}/three-1" "${OUT}/three-2" "${OUT}/three-3")
 
 # The 1-host target: listen BP, etcd BP+1/+2, HTTP BP+3, Kafka BP+4.
 one_http="127.0.0.1:$((BP + 3))"

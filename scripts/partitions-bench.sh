@@ -28,7 +28,8 @@
 #   MEMORY=0 scripts/partitions-bench.sh             # goal 5 only
 #   PARTITIONS=0 STEADY=2m scripts/partitions-bench.sh   # goal 6, quicker
 #
-# Settings (environment): OUT (/tmp/actorlog-partitions-bench), ROUNDS (3),
+# Settings (environment): KEEP_DATA (0: the hosts' data directories are
+# removed at the end; 1 keeps them), OUT (/tmp/actorlog-partitions-bench), ROUNDS (3),
 # N (500000), SIZE (100), PARTS (1000), PRODUCERS (4), KEYS (100000),
 # LAT_RATE (20000), LAT_N (200000; 0 skips the fixed-rate runs),
 # PARTITIONS (1), MEMORY (1), MEM_N (500000), STEADY (10m; Go-style s/m/h),
@@ -95,12 +96,13 @@ stop_sampler() {
 		sampler_pid=""
 	fi
 }
-trap 'stop_sampler; stop_host' EXIT
+trap 'stop_sampler; stop_host; drop_data' EXIT
 
 # start_host NAME: a fresh host (its own data directory) in the
 # background, its log OUT/NAME.log; the memory runs each get one, so
 # their peaks are not the earlier runs' heap.
 start_host() {
+	data_dirs+=("${OUT}/$1.data")
 	"${bin}" --log-level warn host --data-dir "${OUT}/$1.data" --listen "${listen}" \
 		--http "${http}" --kafka-listen "" --pprof >"${OUT}/$1.log" 2>&1 &
 	host_pid="$!"

@@ -17,7 +17,9 @@
 # Settings (environment): OUT (/tmp/actorlog-replication-bench), ROUNDS (3),
 # N (1000000), SIZE (100), LAT_RATE (50000), LAT_N (500000; 0 skips it),
 # BASE_PORT (29000: host i listens on BASE_PORT+100*i, its etcd on +1 and
-# +2, its HTTP on +80). Only the hosts it started are stopped (by pid).
+# +2, its HTTP on +80), KEEP_DATA (0: the hosts' data directories, ~6 GiB
+# at SIZE=1024, are removed at the end). Only the hosts it started are
+# stopped (by pid).
 # The numbers mean something only on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -41,7 +43,7 @@ go build -o "${bin}" ./cmd/actorlog
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 
-trap stop_pids EXIT
+trap 'stop_pids; drop_data' EXIT
 
 port() { echo $((BASE_PORT + 100 * $1 + $2)); }
 cluster=""
@@ -49,6 +51,7 @@ for i in 1 2 3; do
 	cluster+="${cluster:+,}host${i}=http://127.0.0.1:$(port "${i}" 1)"
 done
 for i in 1 2 3; do
+	data_dirs+=("${OUT}/host-${i}")
 	"${bin}" --log-level warn host --name "host${i}" --data-dir "${OUT}/host-${i}" \
 		--listen "127.0.0.1:$(port "${i}" 0)" --http "127.0.0.1:$(port "${i}" 80)" --kafka-listen "" \
 		--etcd-peer "127.0.0.1:$(port "${i}" 1)" --etcd-client "127.0.0.1:$(port "${i}" 2)" \
