@@ -906,6 +906,9 @@ func (h *Host) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+		// Execution traces: where goroutines wait (scheduler latency,
+		// blocking), which a CPU profile does not show.
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("/healthz", h.serveHealth) // health.go
 	ln, err := net.Listen("tcp", h.cfg.HTTP)
