@@ -89,6 +89,10 @@ const (
 	ReadBufferSize = 128 << 10
 )
 
+// EndpointWriterInitialQueue is the first size of each endpoint writer's
+// mailbox ring (protoactor's goring, which grows by doubling).
+const EndpointWriterInitialQueue = 1024
+
 // RemoteOption adjusts the configuration RemoteConfig returns.
 type RemoteOption func(*remoteOptions)
 
@@ -197,7 +201,14 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 				grpc.ForceCodecV2(remoteCodec{poolFetch: ro.poolFetch})),
 		),
 		remote.WithEndpointWriterBatchSize(64),
-		remote.WithEndpointWriterQueueSize(100_000),
+		// The endpoint writer's mailbox is a ring that doubles when full;
+		// this is only its first size. 100,000 slots were 1.6 MB zeroed
+		// (and page-faulted in) by whichever actor first sent to a new
+		// peer, inside that send: on the PVM test VMs, where a first
+		// touch of a page costs ~15 µs, a host answering a new client
+		// stalled its broker or a replica for ~10-60 ms (issue 15's
+		// latency run). EndpointWriterInitialQueue slots cost 16 KiB.
+		remote.WithEndpointWriterQueueSize(EndpointWriterInitialQueue),
 	}
 	if advertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(advertise))

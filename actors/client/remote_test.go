@@ -151,3 +151,20 @@ func TestMaxMessageBytesFitsTheWire(t *testing.T) {
 		t.Fatalf("cluster.MaxMessageBytesLimit %d is above half of MaxWireMessage %d", cluster.MaxMessageBytesLimit, MaxWireMessage)
 	}
 }
+
+// The endpoint writer's mailbox ring starts small. Its first size is
+// allocated and zeroed, inside the send, by whichever actor first sends to
+// a new peer (a host's broker answering a new client, a replica completing
+// its produce); protoactor's ring doubles when full, so a large first
+// size buys nothing. At 100,000 slots (1.6 MB) a host stalled ~10-60 ms on
+// each new client on the PVM test VMs (issue 15).
+func TestEndpointWriterQueueStartsSmall(t *testing.T) {
+	cfg, err := RemoteConfig("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.EndpointWriterQueueSize; got != EndpointWriterInitialQueue || got*16 > 64<<10 {
+		t.Fatalf("endpoint writer queue starts at %d slots (%d bytes); want EndpointWriterInitialQueue (%d), at most 64 KiB",
+			got, got*16, EndpointWriterInitialQueue)
+	}
+}
