@@ -1,5 +1,6 @@
 // perf_test.go: `perf produce`'s flag checks (refused before anything
-// connects), how --producers splits the records, and `perf inprocess`.
+// connects), how --producers splits the records, --throughput's pacing,
+// and `perf inprocess`.
 
 package main
 
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPerfProduceRefusesBadProducers(t *testing.T) {
@@ -89,6 +91,27 @@ func TestPerfProduceWithSeveralProducers(t *testing.T) {
 	for p, e := range ends {
 		if e == 0 {
 			t.Errorf("partition %d got no record of 50 keys: %v", p, ends)
+		}
+	}
+}
+
+// A paced producer sends every record due by now in one message, and
+// never none or more than the limit.
+func TestPerfPacedSendsWhatIsDue(t *testing.T) {
+	for _, c := range []struct {
+		elapsed           time.Duration
+		sent, limit, want int64
+	}{
+		{0, 0, 500, 1},                         // record 0 is due at once
+		{19 * time.Microsecond, 1, 500, 1},     // record 1 is due at 20 µs: still one (the caller slept)
+		{100 * time.Microsecond, 1, 500, 5},    // woke 100 µs late: records 1..5
+		{time.Second, 0, 500, 500},             // far behind: at most the limit
+		{time.Second, 49_990, 3, 3},            // the last records of the run
+		{10 * time.Microsecond, 7, 500, 1},     // ahead of schedule: one, as before
+		{40 * time.Millisecond, 2_000, 500, 1}, // exactly on time: one
+	} {
+		if got := perfPaced(c.elapsed, 50_000, c.sent, c.limit); got != c.want {
+			t.Errorf("perfPaced(%v, 50000/s, sent %d, limit %d) = %d, want %d", c.elapsed, c.sent, c.limit, got, c.want)
 		}
 	}
 }
