@@ -10,7 +10,8 @@
 # RF=3 / RF=1 (goal >= 0.50) and the fixed-rate p99 (goal <= 10 ms), and
 # the CPU time the three hosts spent per record in each (from
 # /proc/PID/stat): with every host on the same cores, RF=3's share of
-# them bounds the ratio once the hosts keep the cores busy.
+# them bounds the ratio once the hosts keep the cores busy. Beside the
+# fixed-rate run, cmd/stallprobe counts the machine's own pauses.
 #
 #   scripts/replication-bench.sh              # about 3 minutes
 #
@@ -39,6 +40,7 @@ bin="${OUT}/actorlog"
 
 echo "== build"
 go build -o "${bin}" ./cmd/actorlog
+go build -o "${OUT}/stallprobe" ./cmd/stallprobe
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
@@ -107,11 +109,23 @@ u1="$(cpu_median rf1)"
 u3="$(cpu_median rf3)"
 
 lat=""
+stalls=""
 if [[ "${LAT_N}" -gt 0 ]]; then
+	# The rounds above left gigabytes of dirty page cache: let the kernel
+	# write them back first, as scripts/bench.sh does.
+	sync
+	sleep 2
 	echo "-- rf3 at ${LAT_RATE} records/s; $(uptime)"
+	# A process that only sleeps 1 ms at a time, beside the run: wake-ups
+	# more than 10 ms late are the machine pausing (cmd/stallprobe), which
+	# the p99 then includes.
+	"${OUT}/stallprobe" --duration "$(((LAT_N + LAT_RATE - 1) / LAT_RATE + 1))s" --list >"${OUT}/stallprobe.txt" &
+	probe=$!
 	al perf produce --topic rf3 --num-records "${LAT_N}" --record-size "${SIZE}" \
 		--throughput "${LAT_RATE}" >"${OUT}/rf3-rate.txt"
+	wait "${probe}"
 	lat="$(grep '99th' "${OUT}/rf3-rate.txt" | tail -1)"
+	stalls="$(head -1 "${OUT}/stallprobe.txt")"
 fi
 
 {
@@ -125,6 +139,7 @@ fi
 	awk -v a="${u3}" -v b="${u1}" 'BEGIN { printf "hosts CPU per record RF=3 / RF=1: %.2f (on shared cores, busy, the ratio above tends to its inverse, %.2f)\n", a / b, b / a }'
 	if [[ -n "${lat}" ]]; then
 		echo "RF=3 at ${LAT_RATE} records/s: ${lat} (goal: p99 <= 10 ms)"
+		echo "meanwhile, ${stalls}"
 	fi
 } | tee "${OUT}/summary.md"
 echo "== done; results in ${OUT}"
