@@ -36,7 +36,8 @@
 # then, alternating too, the latency run: `actorlog perf produce
 # --throughput RATE` for LAT_N records of LAT_SIZE bytes (p99 as perf
 # prints it, whole ms; also with BEFORE_BIN) and kgo at the same rate
-# against kfake (kgo's default linger). It prints every run, then the medians and each
+# against kfake (kgo's default linger), each beside cmd/stallprobe, which
+# counts the machine's own pauses (wake-ups > 10 ms late) during that run. It prints every run, then the medians and each
 # target's ratio to kfake (and to kfake-proc) as a markdown table. Goal: ratio >= 1.00 for
 # produce at every size, and actorlog's p99 <= 5 ms at 1,000 records/s.
 #
@@ -96,6 +97,7 @@ kb="${OUT}/kafkabench"
 echo "== build"
 go build -o "${bin}" ./cmd/actorlog
 go build -o "${kb}" ./cmd/kafkabench
+go build -o "${OUT}/stallprobe" ./cmd/stallprobe
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
@@ -268,6 +270,11 @@ if [[ "${LATENCY}" == 1 ]]; then
 		((r % 2 == 0)) && order=(kfake actorlog)
 		[[ -n "${BEFORE_BIN}" ]] && order+=(before)
 		for t in "${order[@]}"; do
+			# Beside each latency run, a process that only sleeps 1 ms at a
+			# time counts the machine's own pauses (cmd/stallprobe): wake-ups
+			# more than 10 ms late, which that run's p99 then includes.
+			"${OUT}/stallprobe" --duration "$((secs + 1))s" >"${OUT}/stalls-${t}-${r}.txt" &
+			probe=$!
 			if [[ "${t}" != kfake ]]; then
 				client="${bin}" target_listen="${listen}"
 				[[ "${t}" == before ]] && client="${BEFORE_BIN}" target_listen="${before_listen}"
@@ -290,6 +297,9 @@ if [[ "${LATENCY}" == 1 ]]; then
 				record "p99ms@${RATE}/s" kfake "${r}" "$(to_ms "${p99}")"
 				record "rate@${RATE}/s" kfake "${r}" "${rps}"
 			fi
+			wait "${probe}"
+			record "stalls>10ms@${RATE}/s" "${t}" "${r}" \
+				"$(sed -n 's/.*late: \([0-9]*\) times.*/\1/p' "${OUT}/stalls-${t}-${r}.txt")"
 		done
 	done
 fi
@@ -317,8 +327,8 @@ echo "== medians (${ROUNDS} rounds; ratio = target / kfake, and / kfake-proc; p9
 			for (j = 1; j <= nt[w]; j++) {
 				t = ts[w, j]
 				ratio = "-"; ratioProc = "-"
-				if (w !~ /^p99/ && ((w, "kfake") in med) && med[w, "kfake"] > 0) ratio = sprintf("%.2fx", med[w, t] / med[w, "kfake"])
-				if (w !~ /^p99/ && ((w, "kfake-proc") in med) && med[w, "kfake-proc"] > 0) ratioProc = sprintf("%.2fx", med[w, t] / med[w, "kfake-proc"])
+				if (w !~ /^(p99|stalls)/ && ((w, "kfake") in med) && med[w, "kfake"] > 0) ratio = sprintf("%.2fx", med[w, t] / med[w, "kfake"])
+				if (w !~ /^(p99|stalls)/ && ((w, "kfake-proc") in med) && med[w, "kfake-proc"] > 0) ratioProc = sprintf("%.2fx", med[w, t] / med[w, "kfake-proc"])
 				printf "| %s | %s | %d | %.1f | %s | %s |\n", w, t, runs[w, t], med[w, t], ratio, ratioProc
 			}
 		}
