@@ -157,8 +157,7 @@ func (r *Replica) flushProduces(ctx actor.Context) {
 		r.takeHighWatermark(ctx)
 	}
 	for i, p := range q {
-		r.answerProduce(ctx, p.req, p.sender, resps[i], records[i], required[i], p.start)
-		recycleRecords(p.req)
+		r.answerProduce(ctx, p.req, p.sender, resps[i], records[i], required[i], p.start, true)
 	}
 	if grew {
 		r.wakeFetches(ctx) // after the answers, as produce does
@@ -185,10 +184,7 @@ func (r *Replica) produce(ctx actor.Context, req *messages.ProduceRequest, sende
 			defer r.wakeFetches(ctx)
 		}
 	}
-	r.answerProduce(ctx, req, sender, resp, records, required, start)
-	if !internal {
-		recycleRecords(req)
-	}
+	r.answerProduce(ctx, req, sender, resp, records, required, start, !internal)
 }
 
 // producedFramesRecycled counts the received produce frames
@@ -200,10 +196,10 @@ var producedFramesRecycled atomic.Int64
 func ProduceFramesRecycled() int64 { return producedFramesRecycled.Load() }
 
 // recycleRecords gives the frame a ProduceRequest arrived in back to its
-// pool once the request is answered: the remote codec received the
-// request's envelope into a pooled frame of its own (actors/client:
-// remotedecode.go) whose records still reach the frame's trailer. From
-// here on nothing reads the batch: the log copied it to its segment (it
+// pool as the request is answered, before the answer is sent: the remote
+// codec received the request's envelope into a pooled frame of its own
+// (actors/client: remotedecode.go) whose records still reach the frame's
+// trailer. From here on nothing reads the batch: the log copied it to its segment (it
 // keeps no reference to a batch it was given, appended or refused), the
 // answer and a parked acks=all wait hold offsets, not records, and the
 // request was this replica's alone (one envelope, one message, one
@@ -288,12 +284,18 @@ func (r *Replica) applyAppend(resp *messages.ProduceResponse, info storage.Appen
 
 // answerProduce answers a produce whose append is done (or refused), or
 // parks an acks=all answer until the high watermark passes its batch.
-func (r *Replica) answerProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, records int, required int64, start time.Time) {
+func (r *Replica) answerProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, records int, required int64, start time.Time, recycle bool) {
 	code := resp.ErrorCode
+	size := len(req.Records)
+	if recycle {
+		// Before the answer leaves: whoever holds the answer knows the
+		// frame is back (the answer and a parked wait keep no records).
+		recycleRecords(req)
+	}
 	if r.log != nil {
 		resp.LogStartOffset = r.log.LogStartOffset()
 	}
-	r.metrics.Produced(r.cfg.Topic, r.cfg.Partition, records, len(req.Records), r.cfg.Now().Sub(start), code)
+	r.metrics.Produced(r.cfg.Topic, r.cfg.Partition, records, size, r.cfg.Now().Sub(start), code)
 	if req.Acks == messages.Acks_ACKS_NONE {
 		if code != 0 {
 			r.logger.WithFields(logrus.Fields{"code": code, "error": resp.ErrorMessage}).Debug("acks=0 produce failed; no response is sent")
@@ -305,7 +307,7 @@ func (r *Replica) answerProduce(ctx actor.Context, req *messages.ProduceRequest,
 	}
 	if code == 0 && req.Acks == messages.Acks_ACKS_ALL {
 		if done, c := r.leader.AcksAllDone(required); !done {
-			r.parkProduce(ctx, req, sender, resp, required, records, start)
+			r.parkProduce(ctx, req, sender, resp, required, records, size, start)
 			return
 		} else if c != 0 {
 			resp.ErrorCode, resp.ErrorMessage = c, "the in-sync replicas fell below min.insync.replicas; the batch is in the log"
@@ -327,7 +329,7 @@ func appendCode(err error) messages.ErrorCode {
 
 // parkProduce holds an acks=all answer until the high watermark passes
 // the batch or the request's timeout ends.
-func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, required int64, records int, start time.Time) {
+func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, sender *actor.PID, resp *messages.ProduceResponse, required int64, records, size int, start time.Time) {
 	wait := DefaultProduceTimeout
 	if req.TimeoutMs > 0 {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
@@ -336,7 +338,7 @@ func (r *Replica) parkProduce(ctx actor.Context, req *messages.ProduceRequest, s
 	id := r.nextWait
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.waitingAcks[id] = &parkedProduce{
-		resp: resp, sender: sender, required: required, start: start, records: records, bytes: len(req.Records),
+		resp: resp, sender: sender, required: required, start: start, records: records, bytes: size,
 		timer: time.AfterFunc(wait, func() { root.Send(self, produceTimeout{id: id}) }),
 	}
 	r.acksPeak = max(r.acksPeak, len(r.waitingAcks))
