@@ -11,7 +11,11 @@
 # the CPU time the three hosts spent per record in each (from
 # /proc/PID/stat): with every host on the same cores, RF=3's share of
 # them bounds the ratio once the hosts keep the cores busy. Beside the
-# fixed-rate run, cmd/stallprobe counts the machine's own pauses.
+# fixed-rate run, cmd/stallprobe counts the machine's own pauses. Then
+# (FLOOR=1) cmd/replfloor measures the same ratio for bare replication —
+# loopback sockets, CRC, pwrite, nothing of actorlog — with the leader
+# shipping its file to the followers by sendfile (Kafka's way) and by
+# pread (actorlog's): what this machine allows any implementation.
 #
 #   scripts/replication-bench.sh              # about 3 minutes
 #
@@ -19,7 +23,8 @@
 # N (1000000), SIZE (100), LAT_RATE (50000), LAT_N (500000; 0 skips it),
 # BASE_PORT (29000: host i listens on BASE_PORT+100*i, its etcd on +1 and
 # +2, its HTTP on +80), KEEP_DATA (0: the hosts' data directories, ~6 GiB
-# at SIZE=1024, are removed at the end). Only the hosts it started are
+# at SIZE=1024, are removed at the end), FLOOR (1), FLOOR_DURATION (5s per
+# replfloor run). Only the hosts it started are
 # stopped (by pid).
 # The numbers mean something only on an otherwise idle machine.
 set -euo pipefail
@@ -33,6 +38,8 @@ SIZE="${SIZE:-100}"
 LAT_RATE="${LAT_RATE:-50000}"
 LAT_N="${LAT_N:-500000}"
 BASE_PORT="${BASE_PORT:-29000}"
+FLOOR="${FLOOR:-1}"
+FLOOR_DURATION="${FLOOR_DURATION:-5s}"
 
 rm -rf "${OUT}"
 mkdir -p "${OUT}"
@@ -41,6 +48,7 @@ bin="${OUT}/actorlog"
 echo "== build"
 go build -o "${bin}" ./cmd/actorlog
 go build -o "${OUT}/stallprobe" ./cmd/stallprobe
+go build -o "${OUT}/replfloor" ./cmd/replfloor
 
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
@@ -128,6 +136,16 @@ if [[ "${LAT_N}" -gt 0 ]]; then
 	stalls="$(head -1 "${OUT}/stallprobe.txt")"
 fi
 
+floors=()
+if [[ "${FLOOR}" == 1 ]]; then
+	for how in sendfile pread; do
+		echo "-- replfloor, followers read by ${how}; $(uptime)"
+		"${OUT}/replfloor" --dir "${OUT}/floor" --rounds "${ROUNDS}" --duration "${FLOOR_DURATION}" \
+			--record-size "${SIZE}" --follower-read "${how}" | tee "${OUT}/replfloor-${how}.txt"
+		floors+=("$(tail -1 "${OUT}/replfloor-${how}.txt")")
+	done
+fi
+
 {
 	echo
 	echo "| 3 hosts, 3 partitions, ${SIZE} B, acks=all | records/s (median of ${ROUNDS}) | hosts' CPU per record (all three) |"
@@ -141,5 +159,8 @@ fi
 		echo "RF=3 at ${LAT_RATE} records/s: ${lat} (goal: p99 <= 10 ms)"
 		echo "meanwhile, ${stalls}"
 	fi
+	for f in "${floors[@]}"; do
+		echo "bare replication on this machine (cmd/replfloor), ${f}"
+	done
 } | tee "${OUT}/summary.md"
 echo "== done; results in ${OUT}"
