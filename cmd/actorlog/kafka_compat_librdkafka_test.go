@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,22 +87,31 @@ func rdkBase(addr string) ckafka.ConfigMap {
 // the test on any line at warning level or worse: librdkafka warns about
 // responses it finds wrong (a protocol parse failure, an unexpected error
 // code, a feature it turned off) even when it copes with them.
-func rdkWatchLogs(t *testing.T, name string, logs chan ckafka.LogEvent) func() {
+func rdkWatchLogs(t *testing.T, name string, logs chan ckafka.LogEvent) (check func(), recent func() string) {
 	var bad []string
+	var mu sync.Mutex
+	var last []string // the last rdkRecentLogs lines, for a diagnosis
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		debug := os.Getenv("ACTORLOG_RDK_DEBUG") != ""
 		for e := range logs {
+			line := fmt.Sprintf("%s %s %d|%s|%s", e.Timestamp.Format("15:04:05.000"), name, e.Level, e.Tag, e.Message)
 			if debug {
-				t.Logf("%s %s %d|%s|%s", e.Timestamp.Format("15:04:05.000"), name, e.Level, e.Tag, e.Message)
+				t.Log(line)
 			}
+			mu.Lock()
+			if len(last) == rdkRecentLogs {
+				last = append(last[:0], last[1:]...)
+			}
+			last = append(last, line)
+			mu.Unlock()
 			if e.Level <= 4 {
 				bad = append(bad, fmt.Sprintf("%d|%s|%s", e.Level, e.Tag, e.Message))
 			}
 		}
 	}()
-	return func() {
+	check = func() {
 		t.Helper()
 		select {
 		case <-done:
@@ -113,7 +123,16 @@ func rdkWatchLogs(t *testing.T, name string, logs chan ckafka.LogEvent) func() {
 			t.Errorf("%s: librdkafka logged warnings:\n%s", name, strings.Join(bad, "\n"))
 		}
 	}
+	recent = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(last, "\n")
+	}
+	return check, recent
 }
+
+// rdkRecentLogs is how many of a client's last log lines rdkWatchLogs keeps.
+const rdkRecentLogs = 300
 
 func rdkConfig(addr string, more ckafka.ConfigMap) *ckafka.ConfigMap {
 	c := rdkBase(addr)
@@ -137,7 +156,7 @@ func rdkProduce(t *testing.T, addr string, more ckafka.ConfigMap, msgs []*ckafka
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
-	checkLogs := rdkWatchLogs(t, "producer", p.Logs())
+	checkLogs, _ := rdkWatchLogs(t, "producer", p.Logs())
 	defer checkLogs()
 	defer p.Close()
 	// Errors the client reports outside the delivery reports (e.g. a fatal
@@ -201,7 +220,7 @@ func rdkRead(t *testing.T, addr, topic string, parts []int32, want int, more cka
 	if err != nil {
 		t.Fatalf("new consumer: %v", err)
 	}
-	checkLogs := rdkWatchLogs(t, "consumer", c.Logs())
+	checkLogs, _ := rdkWatchLogs(t, "consumer", c.Logs())
 	defer checkLogs()
 	defer c.Close()
 	var tps []ckafka.TopicPartition
@@ -367,7 +386,7 @@ func checkRdkMetadata(t *testing.T, h *hostProc, bootstrap, topic string, broker
 	if err != nil {
 		t.Fatalf("producer for the admin client: %v", err)
 	}
-	checkLogs := rdkWatchLogs(t, "admin client", prod.Logs())
+	checkLogs, _ := rdkWatchLogs(t, "admin client", prod.Logs())
 	defer checkLogs()
 	defer prod.Close()
 	adm, err := ckafka.NewAdminClientFromProducer(prod)
@@ -924,7 +943,9 @@ type rdkMember struct {
 	assign int     // assignments seen
 	revoke int     // revocations seen
 
-	checkLogs func() // after the consumer closed
+	checkLogs  func()        // after the consumer closed
+	recentLogs func() string // its last log lines, group debugging on
+	phase      atomic.Value  // string: where its goroutine is
 }
 
 func (m *rdkMember) state() ([]int32, int, int) {
@@ -1033,11 +1054,18 @@ func rdkStartMemberWith(t *testing.T, addr, group, topic, name, instance string,
 	if instance != "" {
 		(*cfg)["group.instance.id"] = instance
 	}
+	if os.Getenv("ACTORLOG_RDK_DEBUG") == "" {
+		// The group's debug lines go to rdkWatchLogs' ring only, so a
+		// member that does not close says where its group state was.
+		(*cfg)["debug"], (*cfg)["log_level"] = "cgrp", 7
+	}
 	c, err := ckafka.NewConsumer(cfg)
 	if err != nil {
 		t.Fatalf("new consumer %s: %v", name, err)
 	}
-	m := &rdkMember{name: name, stop: make(chan struct{}), done: make(chan error, 1), checkLogs: rdkWatchLogs(t, name, c.Logs())}
+	m := &rdkMember{name: name, stop: make(chan struct{}), done: make(chan error, 1)}
+	m.checkLogs, m.recentLogs = rdkWatchLogs(t, name, c.Logs())
+	m.phase.Store("consuming")
 	commit := func() error {
 		if autoCommit {
 			return nil
@@ -1128,8 +1156,10 @@ func rdkStartMemberWith(t *testing.T, addr, group, topic, name, instance string,
 			}
 		}
 		if runErr == nil {
+			m.phase.Store("its last commit")
 			runErr = commit()
 		}
+		m.phase.Store("Close")
 		// Close revokes (committing, in the callback) and leaves the
 		// group (a static member does not leave).
 		if err := c.Close(); err != nil && runErr == nil {
@@ -1161,7 +1191,7 @@ func (m *rdkMember) close(t *testing.T) {
 		}
 		m.checkLogs()
 	case <-time.After(30 * time.Second):
-		t.Errorf("consumer %s did not close", m.name)
+		t.Errorf("consumer %s did not close in 30 s, stuck in %v; its last librdkafka log lines:\n%s", m.name, m.phase.Load(), m.recentLogs())
 	}
 }
 
