@@ -20,8 +20,9 @@ type gateFS struct {
 	storage.OSFS
 	mu      sync.Mutex
 	writes  int
-	held    chan struct{} // closed when the first write waits
+	held    chan struct{} // closed when the held write waits
 	release chan struct{}
+	holdAt  int // which write of a .log file is held: 1 (the first) when 0
 }
 
 func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
@@ -43,9 +44,9 @@ type gateFile struct {
 func (f *gateFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	f.fs.writes++
-	first := f.fs.writes == 1
+	hold := f.fs.writes == max(f.fs.holdAt, 1)
 	f.fs.mu.Unlock()
-	if first {
+	if hold {
 		close(f.fs.held)
 		<-f.fs.release
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlog/actorlog/internal/poll"
 	"github.com/actorlog/actorlog/messages"
+	"github.com/actorlog/actorlog/storage"
 	"github.com/actorlog/actorlog/storage/record"
 )
 
@@ -33,6 +34,8 @@ type harness struct {
 	dir    string
 	// parent is the replica's parent when it has one (spawnUnderParent).
 	parent *actor.PID
+	// fs is the replica's file system (OSFS when nil).
+	fs storage.FS
 }
 
 func newHarness(t *testing.T, dir string) *harness {
@@ -45,7 +48,8 @@ func newHarness(t *testing.T, dir string) *harness {
 }
 
 func (h *harness) start() {
-	h.pid = h.system.Root.Spawn(Props(Config{Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet()}))
+	h.pid = h.system.Root.Spawn(Props(Config{Topic: "t", Partition: 0, Dir: h.dir, LeaderEpoch: 3, Logger: quiet(),
+		Log: storage.Config{FS: h.fs}}))
 }
 
 func (h *harness) stop() {
