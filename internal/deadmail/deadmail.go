@@ -12,21 +12,99 @@
 // gets a *actor.DeadLetterResponse, which a future reports as
 // actor.ErrDeadLetter and a client treats as "not served, ask again". A
 // dead letter says the request was not handled, so a retry is safe.
+//
+// It also closes a gap in protoactor's spawn: the spawner registers an
+// actor's name before it gives the mailbox its dispatcher, and its default
+// mailbox, handed a message in between, schedules itself on the missing
+// dispatcher, panics in the sender (the remote reader, for a message from
+// another host) and stays marked as running: that actor never takes a
+// message again, Started included, and every request to it times out. A
+// message sent to a name the moment it is spawned (a produce to a
+// partition a broker is just opening) did that. This mailbox holds what
+// is posted before the spawner starts it, then passes it on, Started
+// first.
 package deadmail
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // Mailbox returns the producer of protoactor's unbounded mailbox with
-// that one difference. Use it in the actor's props:
+// those two differences. Use it in the actor's props:
 // actor.WithMailbox(deadmail.Mailbox()).
 func Mailbox() actor.MailboxProducer {
 	unbounded := actor.Unbounded()
 	return func() actor.Mailbox { return &mailbox{Mailbox: unbounded()} }
 }
 
-type mailbox struct{ actor.Mailbox }
+type mailbox struct {
+	actor.Mailbox
+	open atomic.Bool // set by Start; from then on posts go straight through
+
+	mu   sync.Mutex // guards sys and user, and open's change
+	sys  []any      // system messages posted before Start
+	user []any      // user messages posted before Start
+}
+
+func (m *mailbox) PostUserMessage(msg any) {
+	if !m.open.Load() && m.hold(msg, false) {
+		return
+	}
+	m.Mailbox.PostUserMessage(msg)
+}
+
+func (m *mailbox) PostSystemMessage(msg any) {
+	if !m.open.Load() && m.hold(msg, true) {
+		return
+	}
+	m.Mailbox.PostSystemMessage(msg)
+}
+
+// hold keeps msg until Start, unless Start has run meanwhile (false: post
+// it).
+func (m *mailbox) hold(msg any, system bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.open.Load() {
+		return false
+	}
+	if system {
+		m.sys = append(m.sys, msg)
+	} else {
+		m.user = append(m.user, msg)
+	}
+	return true
+}
+
+// Start passes on what was held, Started before any other system message
+// and system messages before user ones, as protoactor's mailbox would
+// take them, and opens the mailbox. The spawner calls it after the
+// handlers are registered and Started is posted. A poster that finds the
+// mailbox still closed waits on the lock, so a sender's messages keep
+// their order.
+func (m *mailbox) Start() {
+	m.mu.Lock()
+	for _, s := range m.sys {
+		if _, ok := s.(*actor.Started); ok {
+			m.Mailbox.PostSystemMessage(s)
+		}
+	}
+	for _, s := range m.sys {
+		if _, ok := s.(*actor.Started); !ok {
+			m.Mailbox.PostSystemMessage(s)
+		}
+	}
+	for _, u := range m.user {
+		m.Mailbox.PostUserMessage(u)
+	}
+	m.sys, m.user = nil, nil
+	m.open.Store(true)
+	m.mu.Unlock()
+	m.Mailbox.Start()
+}
 
 // RegisterHandlers puts the answering invoker between the mailbox and the
 // actor's context. protoactor registers the actor's process before it

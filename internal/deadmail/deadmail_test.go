@@ -128,3 +128,87 @@ func TestServedRequestsGetOneAnswer(t *testing.T) {
 		t.Fatalf("answers %d, dead letters %d; want 51 and 0", a, d)
 	}
 }
+
+// recorder answers asks and notes, in order, what it took.
+type recorder struct {
+	mu   chan struct{} // one-slot lock for got
+	got  []string
+	seen chan struct{} // closed on the first ask
+}
+
+func (r *recorder) Receive(ctx actor.Context) {
+	r.mu <- struct{}{}
+	defer func() { <-r.mu }()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		r.got = append(r.got, "started")
+	case ask:
+		r.got = append(r.got, "ask")
+		if len(r.got) == 2 {
+			close(r.seen)
+		}
+		ctx.Respond(m.n)
+	}
+}
+
+// spawnWithSendInGap spawns a named recorder (with mb, nil: protoactor's
+// default mailbox) and, from the spawner's init hook (which runs after
+// the name is registered and before the mailbox has its dispatcher, the
+// window a remote sender can hit), asks it something. It returns the
+// recorder, the ask's future and what spawning panicked with.
+func spawnWithSendInGap(t *testing.T, mb actor.MailboxProducer) (sys *actor.ActorSystem, r *recorder, f *actor.Future, panicked any) {
+	t.Helper()
+	sys = actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	r = &recorder{mu: make(chan struct{}, 1), seen: make(chan struct{})}
+	props := actor.PropsFromProducer(func() actor.Actor { return r }, actor.WithOnInit(func(ctx actor.Context) {
+		f = sys.Root.RequestFuture(ctx.Self(), ask{7}, 2*time.Second)
+	}))
+	if mb != nil {
+		props = props.Configure(actor.WithMailbox(mb))
+	}
+	func() {
+		defer func() { panicked = recover() }()
+		if _, err := sys.Root.SpawnNamed(props, "partition-0"); err != nil {
+			t.Fatalf("spawn: %v", err)
+		}
+	}()
+	return sys, r, f, panicked
+}
+
+// TestMessageInTheSpawnGapIsTakenAfterStarted: the ask that arrived while
+// the actor was being spawned is answered, after Started.
+func TestMessageInTheSpawnGapIsTakenAfterStarted(t *testing.T) {
+	_, r, f, panicked := spawnWithSendInGap(t, Mailbox())
+	if panicked != nil {
+		t.Fatalf("spawn panicked: %v", panicked)
+	}
+	if res, err := f.Result(); err != nil || res != 7 {
+		t.Fatalf("the ask sent in the gap: %v, %v; want 7", res, err)
+	}
+	<-r.seen
+	r.mu <- struct{}{}
+	defer func() { <-r.mu }()
+	if len(r.got) != 2 || r.got[0] != "started" || r.got[1] != "ask" {
+		t.Fatalf("the actor took %v, want [started ask]", r.got)
+	}
+}
+
+// TestDefaultMailboxDiesInTheSpawnGap shows the gap: protoactor's own
+// mailbox panics in the sender and then never serves the actor, not even
+// a later ask.
+func TestDefaultMailboxDiesInTheSpawnGap(t *testing.T) {
+	sys, r, _, panicked := spawnWithSendInGap(t, nil)
+	if panicked == nil {
+		t.Fatal("protoactor's mailbox took a message in the spawn gap; the gap this package closes may be gone")
+	}
+	later := sys.Root.RequestFuture(actor.NewPID(sys.Address(), "partition-0"), ask{8}, 300*time.Millisecond)
+	if _, err := later.Result(); !errors.Is(err, actor.ErrTimeout) {
+		t.Fatalf("an ask after the gap, default mailbox: %v, want a timeout", err)
+	}
+	r.mu <- struct{}{}
+	defer func() { <-r.mu }()
+	if len(r.got) != 0 {
+		t.Fatalf("the actor took %v, want nothing (its mailbox is stuck)", r.got)
+	}
+}
