@@ -2,6 +2,7 @@ package deadmail
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,14 +132,14 @@ func TestServedRequestsGetOneAnswer(t *testing.T) {
 
 // recorder answers asks and notes, in order, what it took.
 type recorder struct {
-	mu   chan struct{} // one-slot lock for got
+	mu   sync.Mutex // guards got
 	got  []string
 	seen chan struct{} // closed on the first ask
 }
 
 func (r *recorder) Receive(ctx actor.Context) {
-	r.mu <- struct{}{}
-	defer func() { <-r.mu }()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		r.got = append(r.got, "started")
@@ -160,7 +161,7 @@ func spawnWithSendInGap(t *testing.T, mb actor.MailboxProducer) (sys *actor.Acto
 	t.Helper()
 	sys = actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)
-	r = &recorder{mu: make(chan struct{}, 1), seen: make(chan struct{})}
+	r = &recorder{seen: make(chan struct{})}
 	props := actor.PropsFromProducer(func() actor.Actor { return r }, actor.WithOnInit(func(ctx actor.Context) {
 		f = sys.Root.RequestFuture(ctx.Self(), ask{7}, 2*time.Second)
 	}))
@@ -187,8 +188,8 @@ func TestMessageInTheSpawnGapIsTakenAfterStarted(t *testing.T) {
 		t.Fatalf("the ask sent in the gap: %v, %v; want 7", res, err)
 	}
 	<-r.seen
-	r.mu <- struct{}{}
-	defer func() { <-r.mu }()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.got) != 2 || r.got[0] != "started" || r.got[1] != "ask" {
 		t.Fatalf("the actor took %v, want [started ask]", r.got)
 	}
@@ -206,8 +207,8 @@ func TestDefaultMailboxDiesInTheSpawnGap(t *testing.T) {
 	if _, err := later.Result(); !errors.Is(err, actor.ErrTimeout) {
 		t.Fatalf("an ask after the gap, default mailbox: %v, want a timeout", err)
 	}
-	r.mu <- struct{}{}
-	defer func() { <-r.mu }()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.got) != 0 {
 		t.Fatalf("the actor took %v, want nothing (its mailbox is stuck)", r.got)
 	}
