@@ -29,6 +29,7 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 		listen     string
 		dataDir    string
 		batchSize  int
+		fetchSize  int32
 		consume    bool
 	)
 	cmd := &cobra.Command{
@@ -92,7 +93,11 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 			}
 			steps := []step{{newPerfProduceCmd(&local), produceArgs}}
 			if consume {
-				steps = append(steps, step{newPerfConsumeCmd(&local), []string{"--topic", topic, "--messages", strconv.FormatInt(numRecords, 10)}})
+				consumeArgs := []string{"--topic", topic, "--messages", strconv.FormatInt(numRecords, 10)}
+				if cmd.Flags().Changed("fetch-size") { // perf consume checks it
+					consumeArgs = append(consumeArgs, "--fetch-size", strconv.FormatInt(int64(fetchSize), 10))
+				}
+				steps = append(steps, step{newPerfConsumeCmd(&local), consumeArgs})
 			}
 			for _, s := range steps {
 				s.cmd.SetArgs(s.args)
@@ -112,6 +117,7 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 	f.Int32Var(&partitions, "partitions", 3, "partitions of the topic")
 	f.StringVar(&listen, "listen", "127.0.0.1:19960", "the in-process host's remote address (its embedded etcd takes the next two ports)")
 	f.IntVar(&batchSize, "batch-size", 0, "perf produce's --batch-size (default: perf produce's default)")
+	f.Int32Var(&fetchSize, "fetch-size", 0, "perf consume's --fetch-size (default: perf consume's default)")
 	f.BoolVar(&consume, "consume", true, "run perf consume of the produced records after perf produce")
 	f.StringVar(&dataDir, "data-dir", "", "the host's data directory (default: a new temporary directory, removed at the end)")
 	return cmd

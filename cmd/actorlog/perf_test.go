@@ -141,7 +141,9 @@ func TestPerfLatencySampling(t *testing.T) {
 // TestPerfInProcessProducesThenConsumes: `perf inprocess` starts a host
 // in its process, produces N records with perf produce's code and
 // consumes all N with perf consume's, prints both summaries, and leaves
-// no data directory behind when it made it. It runs the command in this
+// no data directory behind when it made it. Its --fetch-size reaches perf
+// consume: 1,000 bytes is less than a batch, and a fetch still carries
+// its first batch whole, as Kafka's, so all N arrive. It runs the command in this
 // test process (scripts/test.sh runs this package without -race; the
 // actorlog binary is race-built there, and a race-built program with a
 // host and a client exits 66 on protoactor's race in Remote.Start).
@@ -156,7 +158,7 @@ func TestPerfInProcessProducesThenConsumes(t *testing.T) {
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs([]string{"--log-level", "warn", "perf", "inprocess", "--num-records", "5000", "--record-size", "64",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", freeBase(t))})
+		"--fetch-size", "1000", "--listen", fmt.Sprintf("127.0.0.1:%d", freeBase(t))})
 	if err := root.Execute(); err != nil {
 		t.Fatalf("perf inprocess: %v\n%s", err, out.String())
 	}
@@ -192,6 +194,35 @@ func TestPerfInProcessProducesThenConsumes(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Fatalf("left %d entries in TMPDIR (its temporary data directory): %v", len(left), left[0].Name())
+	}
+}
+
+// TestPerfConsumeRejectsABadFetchSize: perf consume's --fetch-size must
+// be positive; it says so before connecting anywhere, and perf
+// inprocess's --fetch-size is perf consume's.
+func TestPerfConsumeRejectsABadFetchSize(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		err := root.Execute()
+		return out.String(), err
+	}
+	for _, size := range []string{"0", "-1"} {
+		out, err := run("--bootstrap", "127.0.0.1:1", "perf", "consume", "--topic", "t", "--messages", "10", "--fetch-size", size)
+		if err == nil || !strings.Contains(err.Error(), "--fetch-size must be positive") {
+			t.Errorf("--fetch-size %s: err %v, want the fetch size error\n%s", size, err, out)
+		}
+	}
+	if raceEnabled {
+		t.Skip("a host and a client in one process race in protoactor's Remote.Start under -race (see TestPerfProduceWithSeveralProducers)")
+	}
+	out, err := run("--log-level", "warn", "perf", "inprocess", "--num-records", "10", "--fetch-size", "0",
+		"--listen", fmt.Sprintf("127.0.0.1:%d", freeBase(t)), "--data-dir", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "--fetch-size must be positive") {
+		t.Errorf("perf inprocess --fetch-size 0: err %v, want perf consume's fetch size error\n%s", err, out)
 	}
 }
 
