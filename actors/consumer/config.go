@@ -53,6 +53,10 @@ const (
 	Fail
 )
 
+// DefaultMaxBytes is Config.MaxBytes's default: what one fetch asks of a
+// partition, Kafka's max.partition.fetch.bytes.
+const DefaultMaxBytes = 1 << 20
+
 // Group defaults, Kafka's consumer defaults (3.x).
 const (
 	// DefaultSessionTimeout is session.timeout.ms.
@@ -291,7 +295,7 @@ func (c *Config) validate() error {
 		c.MinBytes = 1
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 1 << 20
+		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.MaxBytes > client.MaxFetchBytes {
 		return fmt.Errorf("%w: max bytes %d above %d", ErrConfig, c.MaxBytes, client.MaxFetchBytes)

@@ -576,7 +576,7 @@ func newPerfConsumeCmd(g *globals) *cobra.Command {
 	// those are, the more the heap swings between collections and the
 	// more of it the runtime hands back to the kernel and faults in again
 	// (47,000 minor faults for 5 M records at 4 MiB, 25,000 at 1 MiB).
-	f.Int32Var(&fetchSize, "fetch-size", 1<<20, "bytes to fetch per partition per request")
+	f.Int32Var(&fetchSize, "fetch-size", consumer.DefaultMaxBytes, "bytes to fetch per partition per request")
 	if err := cmd.MarkFlagRequired("topic"); err != nil {
 		panic(err)
 	}
