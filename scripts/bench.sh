@@ -25,6 +25,12 @@
 #             consume code as actorlog's, so that host and client share
 #             one Go heap and scheduler as kgo and the in-process kfake do:
 #             the like-for-like counterpart of the kfake column;
+#   kgo-actorlog (KGO_ACTORLOG=1, the default): kgo in a process of its
+#             own (`kafkabench --target`, kgo's defaults) against the same
+#             actorlog host's Kafka listener: what a real Kafka client
+#             gets from the host, set up as kfake-proc is (broker and
+#             client separate processes), for telling the host's share
+#             of a figure from the client's and from the set-up's;
 #   old (OLD=1): as actorlog with the previous defaults' batching,
 #             `--batch-size 16384 --linger 5ms`;
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
@@ -54,11 +60,11 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), BATCH_SIZE (none:
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), BATCH_SIZE (none:
 # every target's producer batch size in bytes, for goal 3's small-batch
 # comparison, e.g. BATCH_SIZE=16384 SIZES=1024 CONSUME=0 LATENCY=0: kgo gets
 # ProducerBatchMaxBytes, actorlog --batch-size), BASE_PORT (19940;
-# the host uses BASE_PORT..+3, actorlog-inproc's BASE_PORT+20..+22).
+# the host uses BASE_PORT..+4 (its Kafka listener +4), actorlog-inproc's BASE_PORT+20..+22).
 #
 # Only the host it started is stopped (by pid) on exit. The numbers mean
 # something only on an otherwise idle machine: check `uptime` first.
@@ -79,11 +85,13 @@ BEFORE_HOST="${BEFORE_HOST:-0}"
 CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
 INPROC="${INPROC:-1}"
+KGO_ACTORLOG="${KGO_ACTORLOG:-1}"
 LATENCY="${LATENCY:-1}"
 BATCH_SIZE="${BATCH_SIZE:-}"
 BP="${BASE_PORT:-19940}"
 listen="127.0.0.1:${BP}"
 http="127.0.0.1:$((BP + 3))"
+kafka_listen="127.0.0.1:$((BP + 4))"
 
 # batch: every target's producer batch size flag when BATCH_SIZE is set
 # (actorlog's and kafkabench's flags have the same name).
@@ -105,7 +113,7 @@ trap 'stop_host; stop_pids; drop_data' EXIT
 data_dirs+=("${OUT}/host.data" "${OUT}/before-host.data")
 
 "${bin}" --log-level warn host --data-dir "${OUT}/host.data" --listen "${listen}" \
-	--http "${http}" --kafka-listen "" >"${OUT}/host.log" 2>&1 &
+	--http "${http}" --kafka-listen "${kafka_listen}" >"${OUT}/host.log" 2>&1 &
 host_pid="$!"
 wait_healthy "${http}" "${OUT}/host.log" "${host_pid}"
 
@@ -162,17 +170,24 @@ actorlog_run() {
 	al topics delete "${topic}" >/dev/null
 }
 
+# record_kafkabench FILE TARGET SIZE ROUND: records the produce and consume
+# figures (records/s) a one-round kafkabench run printed for TARGET.
+record_kafkabench() {
+	local f="$1" t="$2" size="$3" r="$4" w v
+	for w in produce consume; do
+		v="$(awk -v t="${t}" -v w="${w}" '$1 == t && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
+		[[ -n "${v}" ]] && record "${w}-${size}B" "${t}" "${r}" "${v}"
+	done
+	return 0
+}
+
 # kfake_run SIZE ROUND: kgo with its defaults against a fresh disk-mode kfake.
 kfake_run() {
 	local size="$1" r="$2" f skip=()
 	f="${OUT}/kfake-${size}-${r}.txt"
 	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
 	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
-	for w in produce consume; do
-		v="$(awk -v w="${w}" '$1 == "kfake" && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
-		[[ -n "${v}" ]] && record "${w}-${size}B" kfake "${r}" "${v}"
-	done
-	return 0
+	record_kafkabench "${f}" kfake "${size}" "${r}"
 }
 
 # kfake_proc_run SIZE ROUND: as kfake_run, with the fresh kfake in a
@@ -197,11 +212,17 @@ kfake_proc_run() {
 	"${kb}" --target "kfake-proc=$(cat "${addr}")" --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
 	kill -TERM "${srv}"
 	wait "${srv}" 2>/dev/null || true
-	for w in produce consume; do
-		v="$(awk -v w="${w}" '$1 == "kfake-proc" && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
-		[[ -n "${v}" ]] && record "${w}-${size}B" kfake-proc "${r}" "${v}"
-	done
-	return 0
+	record_kafkabench "${f}" kfake-proc "${size}" "${r}"
+}
+
+# kgo_actorlog_run SIZE ROUND: kgo in its own process against the host's
+# Kafka listener (kafkabench creates and deletes its topic there).
+kgo_actorlog_run() {
+	local size="$1" r="$2" f skip=()
+	f="${OUT}/kgo-actorlog-${size}-${r}.txt"
+	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
+	"${kb}" --target "kgo-actorlog=${kafka_listen}" --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
+	record_kafkabench "${f}" kgo-actorlog "${size}" "${r}"
 }
 
 # inproc_run SIZE ROUND: actorlog's host and perf tools in one process.
@@ -222,6 +243,7 @@ inproc_run() {
 targets=(actorlog kfake)
 [[ "${KFAKE_PROC}" == 1 ]] && targets+=(kfake-proc)
 [[ "${INPROC}" == 1 ]] && targets+=(actorlog-inproc)
+[[ "${KGO_ACTORLOG}" == 1 ]] && targets+=(kgo-actorlog)
 [[ "${OLD}" == 1 ]] && targets+=(old)
 [[ -n "${BEFORE_BIN}" ]] && targets+=(before)
 
@@ -242,6 +264,7 @@ for size in ${SIZES//,/ }; do
 			kfake) kfake_run "${size}" "${r}" ;;
 			kfake-proc) kfake_proc_run "${size}" "${r}" ;;
 			actorlog-inproc) inproc_run "${size}" "${r}" ;;
+			kgo-actorlog) kgo_actorlog_run "${size}" "${r}" ;;
 			esac
 		done
 	done
