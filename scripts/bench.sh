@@ -9,9 +9,8 @@
 # the other target than round r-1) of:
 #   actorlog: a fresh 3-partition topic, `actorlog perf produce
 #             --num-records N --record-size S` (defaults otherwise:
-#             acks=all, idempotent, default batch size and linger, the
-#             perf tools' --gc-percent 400), then `actorlog perf consume
-#             --messages N` of it;
+#             acks=all, idempotent, default batch size and linger), then
+#             `actorlog perf consume --messages N` of it;
 #   kfake:    `kafkabench --kfake` (a fresh in-process disk-mode kfake, a
 #             3-partition topic, kgo's defaults) producing N records of S
 #             bytes, then a fresh kgo consumer reading them;
@@ -32,11 +31,6 @@
 #             gets from the host, set up as kfake-proc is (broker and
 #             client separate processes), for telling the host's share
 #             of a figure from the client's and from the set-up's;
-#   actorlog-gc100 (GC100=1, the default): as actorlog, with the perf
-#             tools' collector at Go's default (`--gc-percent 100`) instead
-#             of theirs (400, cmd/actorlog/gc.go): what the producer and
-#             consumer get inside a service left at GOGC=100 with a small
-#             heap;
 #   old (OLD=1): as actorlog with the previous defaults' batching,
 #             `--batch-size 16384 --linger 5ms`;
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
@@ -66,7 +60,7 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), GC100 (1), BATCH_SIZE (none:
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), BATCH_SIZE (none:
 # every target's producer batch size in bytes, for goal 3's small-batch
 # comparison, e.g. BATCH_SIZE=16384 SIZES=1024 CONSUME=0 LATENCY=0: kgo gets
 # ProducerBatchMaxBytes, actorlog --batch-size), BASE_PORT (19940;
@@ -92,7 +86,6 @@ CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
 INPROC="${INPROC:-1}"
 KGO_ACTORLOG="${KGO_ACTORLOG:-1}"
-GC100="${GC100:-1}"
 LATENCY="${LATENCY:-1}"
 BATCH_SIZE="${BATCH_SIZE:-}"
 BP="${BASE_PORT:-19940}"
@@ -160,19 +153,17 @@ new_topic() {
 	echo "${t}"
 }
 
-# actorlog_run NAME SIZE ROUND PERF-FLAGS...: produce and consume N records
-# (PERF-FLAGS for perf produce; perf_both's flags for both).
-perf_both=()
+# actorlog_run NAME SIZE ROUND PERF-FLAGS...: produce and consume N records.
 actorlog_run() {
 	local name="$1" size="$2" r="$3"
 	shift 3
 	local topic f
 	topic="$(new_topic)"
 	f="${OUT}/${name}-${size}-${r}"
-	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "${batch[@]}" "${perf_both[@]}" "$@" >"${f}.produce.txt"
+	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "${batch[@]}" "$@" >"${f}.produce.txt"
 	record "produce-${size}B" "${name}" "${r}" "$(perf_summary "${f}.produce.txt" | cut -d' ' -f1)"
 	if [[ "${CONSUME}" == 1 ]]; then
-		cl perf consume --topic "${topic}" --messages "${N}" "${perf_both[@]}" >"${f}.consume.txt"
+		cl perf consume --topic "${topic}" --messages "${N}" >"${f}.consume.txt"
 		# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
 		record "consume-${size}B" "${name}" "${r}" "$(tail -1 "${f}.consume.txt" | awk -F', ' '{ printf "%.1f", $6 }')"
 	fi
@@ -253,7 +244,6 @@ targets=(actorlog kfake)
 [[ "${KFAKE_PROC}" == 1 ]] && targets+=(kfake-proc)
 [[ "${INPROC}" == 1 ]] && targets+=(actorlog-inproc)
 [[ "${KGO_ACTORLOG}" == 1 ]] && targets+=(kgo-actorlog)
-[[ "${GC100}" == 1 ]] && targets+=(actorlog-gc100)
 [[ "${OLD}" == 1 ]] && targets+=(old)
 [[ -n "${BEFORE_BIN}" ]] && targets+=(before)
 
@@ -266,11 +256,6 @@ for size in ${SIZES//,/ }; do
 			case "${t}" in
 			actorlog) actorlog_run actorlog "${size}" "${r}" ;;
 			old) actorlog_run old "${size}" "${r}" --batch-size 16384 --linger 5ms ;;
-			actorlog-gc100)
-				perf_both=(--gc-percent 100)
-				actorlog_run actorlog-gc100 "${size}" "${r}"
-				perf_both=()
-				;;
 			before)
 				client="${BEFORE_BIN}" target_listen="${before_listen}"
 				actorlog_run before "${size}" "${r}"

@@ -1,5 +1,4 @@
-// gc.go: the garbage collection targets of the host and of the perf tools
-// (--gc-percent).
+// gc.go: the host's garbage collection target (--gc-percent).
 //
 // A host's allocations are mostly short-lived buffers the size of what it
 // moves: each produce request's records as received, each fetch answer's
@@ -12,20 +11,6 @@
 // and -20 % serving consumers, same runs), inside the 256 MiB the memory
 // goal allows. Kafka likewise ships a heap size for its JVM
 // (KAFKA_HEAP_OPTS) rather than the runtime's default.
-//
-// The perf tools (`actorlog perf ...`) have their own target, 400 by
-// default (their --gc-percent). A full-speed consumer allocates about one
-// byte per byte it fetches (each answer is received into a fresh buffer
-// that the records handed to the application alias) on a live heap of
-// only ~10 MiB in a fresh process: at Go's default 100 it collected every
-// ~11 ms, 268 times for 3 M records of 1 KiB, and the collector, the page
-// faults and the TLB flushes of memory handed back and taken again were a
-// third of its CPU. At 400: 61 collections, client CPU 4.2 -> 2.9 s and
-// 0.79 -> 1.04 M records/s, peak RSS 72 -> 128-148 MiB (issue 15,
-// alternated runs against one host). A service consuming at full speed
-// gets the same from GOGC=400 or from a heap that already holds more;
-// Kafka's own tools likewise run with the JVM settings kafka-run-class.sh
-// gives them.
 
 package main
 
@@ -39,10 +24,6 @@ import (
 
 // defaultGCPercent is --gc-percent's default (see the file comment).
 const defaultGCPercent = 200
-
-// perfGCPercent is the perf tools' --gc-percent default (see the file
-// comment).
-const perfGCPercent = 400
 
 // minGCPercent is the smallest --gc-percent accepted: below it the
 // collector would run nearly continuously (and 0 or less turns it off,

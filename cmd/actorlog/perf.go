@@ -33,10 +33,6 @@ func newPerfCmd(g *globals) *cobra.Command {
 	// --mem-profile FILE writes the allocation profile at the end of the
 	// run (go tool pprof -sample_index=alloc_space): what it allocated.
 	var profile, memProfile string
-	// --gc-percent: the perf tools' collector target (gc.go, perfGCPercent).
-	var gcPercent int
-	cmd.PersistentFlags().IntVar(&gcPercent, "gc-percent", perfGCPercent,
-		"garbage collection target of this process (Go's GOGC; the GOGC environment variable wins): 100 measures Go's default")
 	cmd.PersistentFlags().StringVar(&profile, "cpu-profile", "", "write a Go CPU profile of this command to FILE")
 	cmd.PersistentFlags().StringVar(&memProfile, "mem-profile", "", "write a Go allocation profile of this command to FILE")
 	for _, name := range []string{"cpu-profile", "mem-profile"} {
@@ -47,13 +43,6 @@ func newPerfCmd(g *globals) *cobra.Command {
 	for _, sub := range cmd.Commands() {
 		run := sub.RunE
 		sub.RunE = func(c *cobra.Command, args []string) (err error) {
-			logger, err := g.logger("warn")
-			if err != nil {
-				return err
-			}
-			if err := setGCPercent(gcPercent, logger); err != nil {
-				return err
-			}
 			if memProfile != "" {
 				defer func() {
 					if merr := writeAllocProfile(memProfile); merr != nil && err == nil {

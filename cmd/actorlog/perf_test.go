@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -254,48 +253,5 @@ func TestPerfInProcessBatchSizeWithoutConsume(t *testing.T) {
 	}
 	if out, err := run("-5"); err == nil || !strings.Contains(err.Error(), "batch") {
 		t.Fatalf("--batch-size -5: err %v, want perf produce's batch size error\n%s", err, out)
-	}
-}
-
-// TestPerfToolsSetTheirGCPercent: every perf command applies --gc-percent
-// (default perfGCPercent) before it runs, and refuses a target that would
-// leave the collector running nearly all the time.
-func TestPerfToolsSetTheirGCPercent(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(old)
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Setenv("GOGC", v) // restored after the test
-	}
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) error {
-		root := newRoot()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&out)
-		root.SetArgs(append([]string{"--bootstrap", "127.0.0.1:1", "perf"}, args...))
-		return root.Execute()
-	}
-	// --fetch-size 0 fails the command itself, after the wrapper ran and
-	// before anything connects.
-	if err := run("consume", "--topic", "t", "--messages", "1", "--fetch-size", "0"); err == nil {
-		t.Fatal("perf consume --fetch-size 0 ran")
-	}
-	if got := debug.SetGCPercent(100); got != perfGCPercent {
-		t.Errorf("GOGC after perf consume: %d, want the perf default %d", got, perfGCPercent)
-	}
-	if err := run("produce", "--gc-percent", "150", "--topic", "t", "--num-records", "0", "--record-size", "10"); err == nil {
-		t.Fatal("perf produce --num-records 0 ran")
-	}
-	if got := debug.SetGCPercent(100); got != 150 {
-		t.Errorf("GOGC after perf produce --gc-percent 150: %d", got)
-	}
-	err := run("consume", "--gc-percent", "10", "--topic", "t", "--messages", "1")
-	if err == nil || !strings.Contains(err.Error(), "--gc-percent 10") {
-		t.Errorf("perf consume --gc-percent 10: err %v, want the gc-percent error", err)
-	}
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("a refused --gc-percent changed GOGC to %d", got)
 	}
 }
