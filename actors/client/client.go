@@ -61,6 +61,9 @@ type Client struct {
 	lastGood atomic.Int32
 	// coordinators caches the group coordinators found (groups.go).
 	coordinators coordinatorCache
+	// fetchPoolUsers counts the PoolFetchAnswers callers not yet
+	// released; the remote's codec reads it.
+	fetchPoolUsers atomic.Int32
 }
 
 // withDefaults checks the bootstrap addresses and fills in the request
@@ -95,7 +98,8 @@ func New(cfg Config) (*Client, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return NewSlogLogger(cfg.Logger.WithField("component", "protoactor"))
 	}))
-	ropts := []RemoteOption{WithGuardLogger(cfg.Logger.WithField("component", "remote-guard"))}
+	c := &Client{cfg: cfg, system: system, logger: cfg.Logger, health: newHealth(cfg.Logger, dialProbe)}
+	ropts := []RemoteOption{WithGuardLogger(cfg.Logger.WithField("component", "remote-guard")), withFetchPoolSwitch(&c.fetchPoolUsers)}
 	if cfg.TLS != nil {
 		ropts = append(ropts, WithTLS(cfg.TLS, tls.RequireAndVerifyClientCert))
 	}
@@ -108,9 +112,27 @@ func New(cfg Config) (*Client, error) {
 		system.Shutdown()
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	c := &Client{cfg: cfg, system: system, remote: r, logger: cfg.Logger, health: newHealth(cfg.Logger, dialProbe)}
+	c.remote = r
 	c.health.subscribe(system.EventStream)
 	return c, nil
+}
+
+// PoolFetchAnswers has the client's remote receive every large fetch
+// answer into a pooled frame of its own until release is called, for a
+// consumer that gives each frame back once its records were handled
+// (consumer.Config.ReuseBuffers). Calls nest: the frames are pooled while
+// any caller has not released. Without it the remote copies each message
+// batch it receives into one fresh buffer that the records alias, the
+// cheaper choice when nothing gives buffers back. A client attached to a
+// host's system (Attach) changes nothing: a host pools fetch answers
+// always. release may be called more than once.
+func (c *Client) PoolFetchAnswers() (release func()) {
+	if c.remote == nil {
+		return func() {}
+	}
+	c.fetchPoolUsers.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.fetchPoolUsers.Add(-1) }) }
 }
 
 // localIPFor returns the local IP that routes to addr (loopback for a

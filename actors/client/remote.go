@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"time"
 
@@ -102,6 +103,7 @@ type remoteOptions struct {
 	tls         *remoteTLS                 // WithTLS; nil: plain text
 	hostNames   func(int32) (string, bool) // WithHostNames
 	poolFetch   bool                       // WithPooledFetchAnswers
+	fetchUsers  *atomic.Int32              // withFetchPoolSwitch
 }
 
 // WithConnectionLimiter counts the remote server's connections against
@@ -117,10 +119,18 @@ func WithConnectionLimiter(limiter *netlimit.Limiter) RemoteOption {
 // its own, as it does produce requests (remotedecode.go), for a host whose
 // follower replicas give the frame back once they appended the records
 // (actors/replica: follower.go). A host receives fetch answers mostly as
-// a follower; a client, which keeps them in its consumer's buffers, gets
-// one buffer per message batch without it.
+// a follower; a client, whose consumers keep the records they hand over,
+// gets one buffer per message batch without it, unless its consumers
+// reuse buffers (Client.PoolFetchAnswers).
 func WithPooledFetchAnswers() RemoteOption {
 	return func(o *remoteOptions) { o.poolFetch = true }
+}
+
+// withFetchPoolSwitch makes the remote's codec receive fetch answers into
+// pooled frames while users counts more than zero (a client's
+// PoolFetchAnswers).
+func withFetchPoolSwitch(users *atomic.Int32) RemoteOption {
+	return func(o *remoteOptions) { o.fetchUsers = users }
 }
 
 // WithGuardLogger sets the logger the remote guard reports refused
@@ -187,7 +197,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 				MaxConnectionIdle: MaxConnectionIdle, Time: KeepaliveTime, Timeout: KeepaliveTimeout,
 			}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime, PermitWithoutStream: true}),
-			grpc.ForceServerCodecV2(remoteCodec{poolFetch: ro.poolFetch}), // large envelopes not copied (remotecodec.go)
+			grpc.ForceServerCodecV2(remoteCodec{poolFetch: ro.poolFetch, fetchUsers: ro.fetchUsers}), // large envelopes not copied (remotecodec.go)
 			grpc.InitialWindowSize(FlowControlWindow), grpc.InitialConnWindowSize(FlowControlWindow),
 			grpc.WriteBufferSize(WriteBufferSize), grpc.SharedWriteBuffer(true), grpc.ReadBufferSize(ReadBufferSize),
 			experimental.BufferPool(remoteBufferPool), // no clearing (bufpool.go)
@@ -198,7 +208,7 @@ func RemoteConfig(listen, advertise string, options ...RemoteOption) (*remote.Co
 			grpc.WithWriteBufferSize(WriteBufferSize), grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(ReadBufferSize),
 			experimental.WithBufferPool(remoteBufferPool),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxWireMessage), grpc.MaxCallSendMsgSize(MaxWireMessage),
-				grpc.ForceCodecV2(remoteCodec{poolFetch: ro.poolFetch})),
+				grpc.ForceCodecV2(remoteCodec{poolFetch: ro.poolFetch, fetchUsers: ro.fetchUsers})),
 		),
 		remote.WithEndpointWriterBatchSize(64),
 		// The endpoint writer's mailbox is a ring that doubles when full;

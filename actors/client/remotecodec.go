@@ -88,9 +88,20 @@ const aliasMinBytes = 32 << 10
 const pieceMinBytes = 4 << 10
 
 // remoteCodec is the gRPC codec of the remote (see the file comment).
-// With poolFetch (WithPooledFetchAnswers) FetchResponse envelopes are
-// received into pooled frames too (remotedecode.go).
-type remoteCodec struct{ poolFetch bool }
+// With poolFetch (WithPooledFetchAnswers), or while fetchUsers counts
+// more than zero (a client's consumers that reuse buffers:
+// Client.PoolFetchAnswers), FetchResponse envelopes are received into
+// pooled frames too (remotedecode.go).
+type remoteCodec struct {
+	poolFetch  bool
+	fetchUsers *atomic.Int32
+}
+
+// poolsFetch reports whether fetch answers are received into pooled
+// frames now.
+func (c remoteCodec) poolsFetch() bool {
+	return c.poolFetch || c.fetchUsers != nil && c.fetchUsers.Load() > 0
+}
 
 // defaultProtoCodec is grpc-go's proto codec, for everything remoteCodec
 // does not handle itself.
@@ -124,7 +135,7 @@ func (c remoteCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return defaultProtoCodec.Unmarshal(data, v)
 	}
 	// Private copies: grpc-go recycles data's buffers once we return.
-	if unmarshalStreamed(data, m, c.poolFetch) {
+	if unmarshalStreamed(data, m, c.poolsFetch()) {
 		return nil
 	}
 	b := materializeNoZero(data)

@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,6 +53,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/actorlog/actorlog/actors/client"
+	"github.com/actorlog/actorlog/internal/frame"
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage/record"
 )
@@ -100,6 +102,9 @@ type partState struct {
 	// fs is the fetch state (fetchstate.go): p is fetched when it is
 	// ready and fetchPos and leader are known.
 	fs fetchState
+	// msgs is the slice the last records were handed over in, reused
+	// for the next ones with Config.ReuseBuffers.
+	msgs []Message
 }
 
 // Internal messages.
@@ -152,6 +157,9 @@ type Consumer struct {
 	closing     *closeState
 	closed      bool
 	stopped     bool
+	// releaseFetchPool ends the client's pooling of fetch answers
+	// (Config.ReuseBuffers), nil when not pooling.
+	releaseFetchPool func()
 }
 
 // onEndpointGone abandons the fetches in flight to a host whose connection
@@ -235,6 +243,9 @@ func (c *Consumer) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		c.onStopping(ctx)
 	case *actor.Stopped:
+		if c.releaseFetchPool != nil {
+			c.releaseFetchPool()
+		}
 		if c.memberTimer != nil {
 			c.memberTimer.Stop()
 		}
@@ -256,6 +267,9 @@ func (c *Consumer) onStarted(ctx actor.Context) {
 			root.Send(self, endpointGone{address: e.Address})
 		}
 	})
+	if c.cfg.ReuseBuffers && c.cfg.Client != nil && c.releaseFetchPool == nil {
+		c.releaseFetchPool = c.cfg.Client.PoolFetchAnswers()
+	}
 	c.refresh(ctx)
 	after(ctx, c.cfg.MetadataMaxAge, metadataTick{})
 	if c.cfg.GroupID != "" && !c.cfg.DisableAutoCommit {
@@ -630,7 +644,50 @@ func (c *Consumer) fetch(ctx actor.Context, p *partState) {
 	after(ctx, c.cfg.MaxWait+min(c.conn.RequestTimeout(), fetchAnswerTimeout), fetchDeadline{tp: p.tp, corr: c.corr})
 }
 
+// onFetch hands a fetch answer's records over. With Config.ReuseBuffers
+// the answer's buffer goes back to its pool (recycleAnswer) once nothing
+// reads its records any more: on every path that does not hand them over,
+// after the Handler returned, or once the Target answered.
 func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
+	if c.cfg.ReuseBuffers {
+		toTarget := false
+		defer func() {
+			if !toTarget {
+				recycleAnswer(resp)
+			}
+		}()
+		c.handFetched(ctx, resp, &toTarget)
+		return
+	}
+	c.handFetched(ctx, resp, nil)
+}
+
+// answersRecycled counts the fetch answers recycleAnswer gave back.
+var answersRecycled atomic.Int64
+
+// AnswersRecycled is how many fetch answers' buffers this process's
+// consumers with Config.ReuseBuffers have given back to their pool.
+func AnswersRecycled() int64 { return answersRecycled.Load() }
+
+// recycleAnswer gives the pooled frame resp's records arrived in back to
+// its pool (the client's remote receives them into one with
+// Client.PoolFetchAnswers; a leader in the same process answers with the
+// frame it read them into, which nobody else holds). The answer was this
+// consumer's alone (one request, one answer) and the caller guarantees
+// that nothing reads its records any more; records of any other origin
+// are left to the garbage collector (frame.Recycle leaves them alone).
+func recycleAnswer(resp *messages.FetchResponse) {
+	if frame.Recycle(resp.Records) {
+		answersRecycled.Add(1)
+	}
+	resp.Records = nil
+}
+
+// handFetched is onFetch's work. toTarget is nil unless the consumer
+// reuses buffers; then it is set when the records went to the Target,
+// which holds them until it answers.
+func (c *Consumer) handFetched(ctx actor.Context, resp *messages.FetchResponse, toTarget *bool) {
+	reusing := toTarget != nil
 	p := c.parts[TopicPartition{resp.Topic, resp.Partition}]
 	if p == nil {
 		return // revoked
@@ -680,7 +737,12 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 			c.fetch(ctx, p)
 		}
 	}
-	msgs, next, epoch, err := decode(resp, from)
+	var dst []Message
+	if reusing {
+		dst = p.msgs
+	}
+	msgs, next, epoch, err := decode(dst, resp, from)
+	p.msgs = nil // handed over until handled
 	if err != nil {
 		// Fetching again would read the same bytes: stop the partition
 		// at the batch, once the records before it are handed over.
@@ -698,12 +760,22 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	}
 	if c.cfg.Handler != nil {
 		c.cfg.Handler(msgs)
+		if reusing {
+			p.msgs = msgs[:0]
+		}
 		c.book.processed(p.tp, next, epoch)
 		c.fetch(ctx, p)
 		return
 	}
 	p.fs.hand()
+	if reusing {
+		*toTarget = true
+	}
 	ctx.ReenterAfter(ctx.RequestFuture(c.cfg.Target, &Records{Messages: msgs}, 24*time.Hour), func(_ any, err error) {
+		if reusing && err == nil {
+			recycleAnswer(resp) // the Target is done with the records
+			p.msgs = msgs[:0]
+		}
 		if c.parts[p.tp] != p || c.stopped {
 			return // lost or closed meanwhile
 		}
@@ -746,9 +818,14 @@ func (c *Consumer) reportCorrupt(p *partState, err error) {
 // leader epoch of the last batch. At the first batch (or record) that does
 // not decode it stops: it returns the records before it, the position of
 // the first record not returned, and a *CorruptBatchError. A trailing
-// partial batch (a fetch may end with one) is no error.
-func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, error) {
-	out := make([]Message, 0, recordCountHint(resp.Records))
+// partial batch (a fetch may end with one) is no error. The records are
+// decoded into dst's memory when it holds them (Config.ReuseBuffers: the
+// slice the partition's last records were handed over in).
+func decode(dst []Message, resp *messages.FetchResponse, from int64) ([]Message, int64, int32, error) {
+	out := dst[:0]
+	if n := recordCountHint(resp.Records); cap(out) < n {
+		out = make([]Message, 0, n)
+	}
 	next, epoch := from, int32(-1)
 	tp := TopicPartition{resp.Topic, resp.Partition}
 	var rec record.Record
@@ -773,7 +850,7 @@ func decode(resp *messages.FetchResponse, from int64) ([]Message, int64, int32, 
 			out = out[:len(out)+1]
 			m := &out[len(out)-1]
 			m.Topic, m.Partition, m.LeaderEpoch, m.Offset, m.Timestamp = resp.Topic, resp.Partition, h.LeaderEpoch, rec.Offset, rec.Timestamp
-			m.Key, m.Value = rec.Key, rec.Value
+			m.Key, m.Value, m.Headers = rec.Key, rec.Value, nil // (dst's earlier record's headers)
 			if len(rec.Headers) > 0 {
 				m.Headers = append([]record.RecordHeader(nil), rec.Headers...)
 			}

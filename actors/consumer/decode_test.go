@@ -38,7 +38,7 @@ func TestDecodeSizesItsSliceOnce(t *testing.T) {
 	if got := recordCountHint(buf); got != 50 {
 		t.Fatalf("recordCountHint = %d, want 50", got)
 	}
-	out, next, _, err := decode(&messages.FetchResponse{Topic: "t", Records: buf}, 0)
+	out, next, _, err := decode(nil, &messages.FetchResponse{Topic: "t", Records: buf}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +94,41 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		out, _, _, err := decode(resp, 0)
+		out, _, _, err := decode(nil, resp, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		n += len(out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
+}
+
+// TestDecodeIntoReusedSlice: decoding into an earlier answer's slice
+// (Config.ReuseBuffers) reuses its memory and leaves nothing of the
+// earlier records in the new ones: a record without headers decoded where
+// one with headers was has none.
+func TestDecodeIntoReusedSlice(t *testing.T) {
+	withHeaders, err := record.BuildBatch(record.CompressionNone,
+		record.Record{Value: []byte("a"), Headers: []record.RecordHeader{{Key: "h", Value: []byte("x")}}},
+		record.Record{Value: []byte("b"), Headers: []record.RecordHeader{{Key: "h", Value: []byte("y")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _, err := decode(nil, &messages.FetchResponse{Topic: "t", Records: withHeaders}, 0)
+	if err != nil || len(first) != 2 || len(first[0].Headers) != 1 {
+		t.Fatalf("decode: %d messages, headers %v, err %v", len(first), first[0].Headers, err)
+	}
+	out, next, _, err := decode(first, &messages.FetchResponse{Topic: "t", Records: batchOfN(t, 2, 2)}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || next != 4 || unsafe.SliceData(out) != unsafe.SliceData(first) {
+		t.Fatalf("decode into a reused slice: %d messages, next %d, same memory %v; want 2, 4, true",
+			len(out), next, unsafe.SliceData(out) == unsafe.SliceData(first))
+	}
+	for i, m := range out {
+		if m.Offset != int64(2+i) || string(m.Value) != fmt.Sprintf("v%d", i) || m.Headers != nil {
+			t.Fatalf("message %d: offset %d value %q headers %v; want offset %d, v%d, no headers", i, m.Offset, m.Value, m.Headers, 2+i, i)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlog/actorlog/actors/client"
 	"github.com/actorlog/actorlog/actors/producer"
 	"github.com/actorlog/actorlog/messages"
 )
@@ -24,6 +25,55 @@ import (
 // recycleValue is record i's value: distinct per record, 300 bytes.
 func recycleValue(i int) string {
 	return strings.Repeat(fmt.Sprintf("%07d:", i), 38)[:300]
+}
+
+// recycleWriter produces records whose values recycleValue names (key
+// "k-<i>") to a topic of h.
+type recycleWriter struct {
+	t      *testing.T
+	topic  string
+	p      *producer.Producer
+	failed atomicError
+}
+
+// newRecycleWriter creates topic (2 partitions) and writes records 0..n-1
+// to it, acknowledged by every replica.
+func newRecycleWriter(ctx context.Context, t *testing.T, c *client.Client, h *hostProc, topic string, n int) *recycleWriter {
+	t.Helper()
+	h.mustCLI("", "topics", "create", topic, "--partitions", "2")
+	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &recycleWriter{t: t, topic: topic, p: p}
+	w.send(0, n)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.failed.get(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return w
+}
+
+// send writes records from..to-1 without waiting for them.
+func (w *recycleWriter) send(from, to int) {
+	for i := from; i < to; i++ {
+		w.p.ProduceAsync(&producer.Send{Topic: w.topic, Partition: producer.AnyPartition,
+			Key: []byte(fmt.Sprintf("k-%d", i)), Value: []byte(recycleValue(i)),
+			Callback: func(d producer.Delivered) { w.failed.set(d.Err) }})
+	}
+}
+
+// close waits for every record sent and fails the test if one failed.
+func (w *recycleWriter) close(ctx context.Context) {
+	w.t.Helper()
+	if err := w.p.Close(ctx); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.failed.get(); err != nil {
+		w.t.Fatalf("produce: %v", err)
+	}
 }
 
 // TestConcurrentConsumersGetIntactRecordsFromRecycledFrames: four CLI
@@ -35,30 +85,10 @@ func recycleValue(i int) string {
 // received produce requests.
 func TestConcurrentConsumersGetIntactRecordsFromRecycledFrames(t *testing.T) {
 	h := startHost(t, t.TempDir(), freeBase(t))
-	h.mustCLI("", "topics", "create", "recycle", "--partitions", "2")
-	c := newClient(t, h.addr())
-	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var failed atomicError
-	send := func(from, to int) {
-		for i := from; i < to; i++ {
-			p.ProduceAsync(&producer.Send{Topic: "recycle", Partition: producer.AnyPartition,
-				Key: []byte(fmt.Sprintf("k-%d", i)), Value: []byte(recycleValue(i)),
-				Callback: func(d producer.Delivered) { failed.set(d.Err) }})
-		}
-	}
 	const n = 20000
-	send(0, n)
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := failed.get(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	w := newRecycleWriter(ctx, t, newClient(t, h.addr()), h, "recycle", n)
 
 	const consumers = 4
 	results := make([][]consumed, consumers)
@@ -70,14 +100,9 @@ func TestConcurrentConsumersGetIntactRecordsFromRecycledFrames(t *testing.T) {
 			results[j] = h.consumeAll("recycle", n)
 		}()
 	}
-	send(n, n+5000) // appends (and parked fetches woken) meanwhile
+	w.send(n, n+5000) // appends (and parked fetches woken) meanwhile
 	wg.Wait()
-	if err := p.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := failed.get(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	w.close(ctx)
 
 	for j, recs := range results {
 		if len(recs) != n {
