@@ -31,6 +31,11 @@
 #             gets from the host, set up as kfake-proc is (broker and
 #             client separate processes), for telling the host's share
 #             of a figure from the client's and from the set-up's;
+#   actorlog-reuse (REUSE=1, the default): consume only, `actorlog perf
+#             consume --reuse-buffers` of the actorlog target's topic
+#             (the consumer's Config.ReuseBuffers: records valid only
+#             inside the handler, fetch buffers given back and reused),
+#             before or after actorlog's own consume, alternating;
 #   old (OLD=1): as actorlog with the previous defaults' batching,
 #             `--batch-size 16384 --linger 5ms`;
 #   before (BEFORE_BIN=PATH): as actorlog, but `perf produce` and `perf
@@ -60,7 +65,7 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), BATCH_SIZE (none:
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), REUSE (1), BATCH_SIZE (none:
 # every target's producer batch size in bytes, for goal 3's small-batch
 # comparison, e.g. BATCH_SIZE=16384 SIZES=1024 CONSUME=0 LATENCY=0: kgo gets
 # ProducerBatchMaxBytes, actorlog --batch-size), BASE_PORT (19940;
@@ -86,6 +91,7 @@ CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
 INPROC="${INPROC:-1}"
 KGO_ACTORLOG="${KGO_ACTORLOG:-1}"
+REUSE="${REUSE:-1}"
 LATENCY="${LATENCY:-1}"
 BATCH_SIZE="${BATCH_SIZE:-}"
 BP="${BASE_PORT:-19940}"
@@ -163,9 +169,19 @@ actorlog_run() {
 	cl perf produce --topic "${topic}" --num-records "${N}" --record-size "${size}" "${batch[@]}" "$@" >"${f}.produce.txt"
 	record "produce-${size}B" "${name}" "${r}" "$(perf_summary "${f}.produce.txt" | cut -d' ' -f1)"
 	if [[ "${CONSUME}" == 1 ]]; then
-		cl perf consume --topic "${topic}" --messages "${N}" >"${f}.consume.txt"
-		# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
-		record "consume-${size}B" "${name}" "${r}" "$(tail -1 "${f}.consume.txt" | awk -F', ' '{ printf "%.1f", $6 }')"
+		local runs=("${name}")
+		if [[ "${name}" == actorlog && "${REUSE}" == 1 ]]; then
+			runs=(actorlog actorlog-reuse)
+			((r % 2 == 0)) && runs=(actorlog-reuse actorlog)
+		fi
+		local run reuse
+		for run in "${runs[@]}"; do
+			reuse=()
+			[[ "${run}" == actorlog-reuse ]] && reuse=(--reuse-buffers)
+			cl perf consume --topic "${topic}" --messages "${N}" "${reuse[@]}" >"${f}.${run}.consume.txt"
+			# start.time, end.time, MB, MB.sec, nMsg, nMsg.sec
+			record "consume-${size}B" "${run}" "${r}" "$(tail -1 "${f}.${run}.consume.txt" | awk -F', ' '{ printf "%.1f", $6 }')"
+		done
 	fi
 	al topics delete "${topic}" >/dev/null
 }

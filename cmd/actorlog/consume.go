@@ -131,7 +131,9 @@ func newConsumeCmd(g *globals) *cobra.Command {
 			// while this returns (Stop is asynchronous): flush under
 			// the printer's lock.
 			defer pr.flush(cmd)
-			cfg := consumer.Config{Client: c, Partitions: parts, Start: start, Handler: pr.handle, OnError: pr.onError}
+			// The printer copies each record out before its handler
+			// returns and keeps none: the consumer may reuse buffers.
+			cfg := consumer.Config{Client: c, Partitions: parts, Start: start, Handler: pr.handle, OnError: pr.onError, ReuseBuffers: true}
 			if gf.id != "" {
 				if err := gf.config(&cfg, args); err != nil {
 					return err

@@ -31,6 +31,7 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 		batchSize  int
 		fetchSize  int32
 		consume    bool
+		reuse      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "inprocess --num-records N --record-size S",
@@ -97,6 +98,9 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 				if cmd.Flags().Changed("fetch-size") { // perf consume checks it
 					consumeArgs = append(consumeArgs, "--fetch-size", strconv.FormatInt(int64(fetchSize), 10))
 				}
+				if reuse {
+					consumeArgs = append(consumeArgs, "--reuse-buffers")
+				}
 				steps = append(steps, step{newPerfConsumeCmd(&local), consumeArgs})
 			}
 			for _, s := range steps {
@@ -118,6 +122,7 @@ func newPerfInProcessCmd(g *globals) *cobra.Command {
 	f.StringVar(&listen, "listen", "127.0.0.1:19960", "the in-process host's remote address (its embedded etcd takes the next two ports)")
 	f.IntVar(&batchSize, "batch-size", 0, "perf produce's --batch-size (default: perf produce's default)")
 	f.Int32Var(&fetchSize, "fetch-size", 0, "perf consume's --fetch-size (default: perf consume's default)")
+	f.BoolVar(&reuse, "reuse-buffers", false, "perf consume's --reuse-buffers")
 	f.BoolVar(&consume, "consume", true, "run perf consume of the produced records after perf produce")
 	f.StringVar(&dataDir, "data-dir", "", "the host's data directory (default: a new temporary directory, removed at the end)")
 	return cmd
