@@ -243,9 +243,7 @@ func (c *Consumer) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		c.onStopping(ctx)
 	case *actor.Stopped:
-		if c.releaseFetchPool != nil {
-			c.releaseFetchPool()
-		}
+		c.endFetchPool()
 		if c.memberTimer != nil {
 			c.memberTimer.Stop()
 		}
@@ -253,8 +251,18 @@ func (c *Consumer) Receive(ctx actor.Context) {
 			ctx.ActorSystem().EventStream.Unsubscribe(c.endpoints)
 		}
 	case *actor.Restarting:
+		c.endFetchPool() // the restarted instance asks again when it starts
 	default:
 		c.logger.WithFields(logrus.Fields{"type": fmt.Sprintf("%T", msg), "sender": ctx.Sender()}).Warn("consumer: unknown message")
+	}
+}
+
+// endFetchPool ends this instance's share in its client's pooling of
+// fetch answers (Config.ReuseBuffers).
+func (c *Consumer) endFetchPool() {
+	if c.releaseFetchPool != nil {
+		c.releaseFetchPool()
+		c.releaseFetchPool = nil
 	}
 }
 
@@ -267,7 +275,7 @@ func (c *Consumer) onStarted(ctx actor.Context) {
 			root.Send(self, endpointGone{address: e.Address})
 		}
 	})
-	if c.cfg.ReuseBuffers && c.cfg.Client != nil && c.releaseFetchPool == nil {
+	if c.cfg.ReuseBuffers && c.cfg.Client != nil {
 		c.releaseFetchPool = c.cfg.Client.PoolFetchAnswers()
 	}
 	c.refresh(ctx)
