@@ -37,11 +37,12 @@ type recycleWriter struct {
 }
 
 // newRecycleWriter creates topic (2 partitions) and writes records 0..n-1
-// to it, acknowledged by every replica.
-func newRecycleWriter(ctx context.Context, t *testing.T, c *client.Client, h *hostProc, topic string, n int) *recycleWriter {
+// to it, acknowledged by every replica, in batches of up to batchSize
+// bytes (0: the producer's default).
+func newRecycleWriter(ctx context.Context, t *testing.T, c *client.Client, h *hostProc, topic string, n, batchSize int) *recycleWriter {
 	t.Helper()
 	h.mustCLI("", "topics", "create", topic, "--partitions", "2")
-	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL})
+	p, err := producer.New(c, producer.ActorConfig{Acks: messages.Acks_ACKS_ALL, Config: producer.Config{BatchSize: batchSize}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestConcurrentConsumersGetIntactRecordsFromRecycledFrames(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const n = 20000
-	w := newRecycleWriter(ctx, t, newClient(t, h.addr()), h, "recycle", n)
+	w := newRecycleWriter(ctx, t, newClient(t, h.addr()), h, "recycle", n, 0)
 
 	const consumers = 4
 	results := make([][]consumed, consumers)
