@@ -44,7 +44,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -670,24 +669,16 @@ func (c *Consumer) onFetch(ctx actor.Context, resp *messages.FetchResponse) {
 	c.handFetched(ctx, resp, nil)
 }
 
-// answersRecycled counts the fetch answers recycleAnswer gave back.
-var answersRecycled atomic.Int64
-
-// AnswersRecycled is how many fetch answers' buffers this process's
-// consumers with Config.ReuseBuffers have given back to their pool.
-func AnswersRecycled() int64 { return answersRecycled.Load() }
-
 // recycleAnswer gives the pooled frame resp's records arrived in back to
 // its pool (the client's remote receives them into one with
 // Client.PoolFetchAnswers; a leader in the same process answers with the
 // frame it read them into, which nobody else holds). The answer was this
 // consumer's alone (one request, one answer) and the caller guarantees
 // that nothing reads its records any more; records of any other origin
-// are left to the garbage collector (frame.Recycle leaves them alone).
+// are left to the garbage collector (frame.Recycle leaves them alone;
+// frame.Recycled counts the frames given back).
 func recycleAnswer(resp *messages.FetchResponse) {
-	if frame.Recycle(resp.Records) {
-		answersRecycled.Add(1)
-	}
+	frame.Recycle(resp.Records)
 	resp.Records = nil
 }
 
