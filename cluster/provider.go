@@ -35,12 +35,21 @@ type MemberProvider struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	listed     chan struct{} // closed at the first member list published
+	listedOnce sync.Once
 }
 
 // NewMemberProvider returns a provider that calls setup in StartMember.
 func NewMemberProvider(setup func(c *pcluster.Cluster) (*Store, error), logger *logrus.Entry) *MemberProvider {
-	return &MemberProvider{setup: setup, logger: logger.WithField("component", "members")}
+	return &MemberProvider{setup: setup, logger: logger.WithField("component", "members"), listed: make(chan struct{})}
 }
+
+// Listed is closed once the first member list, read from the
+// registrations, is published. StartMember has by then done all it does
+// but return; protoactor's cluster StartMember, which called it, still
+// sleeps a second after it returns (see host.startMember).
+func (p *MemberProvider) Listed() <-chan struct{} { return p.listed }
 
 // StartMember runs setup, then follows the host registrations.
 func (p *MemberProvider) StartMember(c *pcluster.Cluster) error {
@@ -96,6 +105,7 @@ func (p *MemberProvider) follow(ctx context.Context, store *Store, ml *pcluster.
 			hosts[h.HostId] = h
 		}
 		p.update(ml, members(hosts, kinds, p.logger))
+		p.listedOnce.Do(func() { close(p.listed) })
 		for ev := range store.WatchHosts(ctx, snap.Revision) {
 			if ev.Err != nil {
 				p.logger.WithError(ev.Err).Warn("host watch ended; listing again")

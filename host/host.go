@@ -595,7 +595,7 @@ func (h *Host) start(ctx context.Context) error {
 	// Its first round would come after GossipInterval; it never comes.
 	ccfg.GossipInterval = math.MaxInt64
 	h.cluster = pcluster.New(h.system, ccfg)
-	if err := startMember(h.cluster); err != nil {
+	if err := startMember(h.cluster, provider.Listed()); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	h.remoteNames.follow(h.store, h.logger.WithField("component", "remote-tls"))
@@ -707,15 +707,32 @@ func (h *Host) supervise(name string, props *actor.Props) (*actor.PID, error) {
 }
 
 // startMember starts the protoactor cluster member, turning its panics
-// (listen failures, provider errors) into errors.
-func startMember(c *pcluster.Cluster) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("start cluster member: %v", p)
-		}
+// (listen failures, provider errors) into errors. protoactor's
+// StartMember ends with a fixed one-second sleep after the provider has
+// started (time for gossip to settle; gossip is off here, and the member
+// list comes from the registrations): it returns as soon as the provider
+// has published its first member list (listed), leaving the sleep to
+// finish in the background. That was a second of every host start and
+// restart. If the list never comes (the registrations cannot be read),
+// it returns when StartMember does, as before.
+func startMember(c *pcluster.Cluster, listed <-chan struct{}) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("start cluster member: %v", p)
+				return
+			}
+			done <- nil
+		}()
+		c.StartMember()
 	}()
-	c.StartMember()
-	return nil
+	select {
+	case err := <-done:
+		return err
+	case <-listed:
+		return nil
+	}
 }
 
 // shutdownCluster stops the protoactor cluster member, turning a panic

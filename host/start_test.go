@@ -2,6 +2,7 @@ package host
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,5 +36,29 @@ func TestStartOnTakenPortFails(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("start error %q does not say the address is in use", err)
+	}
+}
+
+// TestStartReturnsWithItsOwnMemberListed: Start no longer waits out
+// protoactor's fixed one-second sleep at the end of StartMember; it goes
+// on once the member provider has published the member list from the
+// registrations. That list holds this host when Start returns, as it did
+// after the sleep.
+func TestStartReturnsWithItsOwnMemberListed(t *testing.T) {
+	ctx, cancel := context30s()
+	defer cancel()
+	h, err := Start(ctx, Config{Name: "host-1", DataDir: t.TempDir(),
+		Listen: net.JoinHostPort("127.0.0.1", strconv.Itoa(clustertest.FreePortBase(t))), HTTP: "off",
+		KafkaListen: KafkaOff, EtcdUnsafeNoFsync: true, Logger: clustertest.Logger(t).Logger})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer func() {
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	if !h.cluster.MemberList.ContainsMemberID(h.system.ID) {
+		t.Fatalf("member list at start holds %d members, not this host (%s)", h.cluster.MemberList.Length(), h.system.ID)
 	}
 }
