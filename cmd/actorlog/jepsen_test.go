@@ -24,6 +24,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -418,6 +420,7 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 		w.waitAcked(-1, 1000, 60*time.Second)
 		t.Logf("cycle %d: killed host %d (leader of partition %d); writes resumed after %v (100 acknowledged), 500 after %v; the consumer read 100 more after %v; %s",
 			i+1, rows[part].leader, part, resumed[i].Round(10*time.Millisecond), sustained[i].Round(10*time.Millisecond), consumed[i].Round(10*time.Millisecond), res.sample(i+1))
+		writeTestHeapProfile(t, i+1)
 	}
 	reportFailoverTrend(t, resumed, "writes resumed (100 acknowledged) after the kill")
 	reportFailoverTrend(t, consumed, "the consumer read 100 more records of the partition after the kill")
@@ -434,6 +437,27 @@ func TestRepeatedLeaderKillsLoseNothing(t *testing.T) {
 	via := hosts[0]
 	w.finish(via)
 	w.check(hosts, via)
+}
+
+// writeTestHeapProfile writes the test process's heap profile (after a
+// collection) every 25 cycles to ACTORLOG_E2E_HEAP_PROFILE_DIR, when set:
+// what a long run's client side holds, cycle by cycle (go tool pprof
+// -diff_base).
+func writeTestHeapProfile(t *testing.T, cycle int) {
+	dir := os.Getenv("ACTORLOG_E2E_HEAP_PROFILE_DIR")
+	if dir == "" || cycle%25 != 0 {
+		return
+	}
+	runtime.GC()
+	path := filepath.Join(dir, fmt.Sprintf("test-heap-cycle%03d.pprof", cycle))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatalf("heap profile %s: %v", path, err)
+	}
 }
 
 // reportFailoverTrend logs min/median/p90/max of the first and last
