@@ -454,8 +454,11 @@ func writeTestHeapProfile(t *testing.T, cycle int) {
 	if err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
-	defer f.Close()
-	if err := pprof.WriteHeapProfile(f); err != nil {
+	err = pprof.WriteHeapProfile(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatalf("heap profile %s: %v", path, err)
 	}
 }
