@@ -32,8 +32,10 @@ type api struct {
 	// unsupported answers a version advertised but not served, normally
 	// with UNSUPPORTED_VERSION (Kafka 4 advertises Produce 0-12 and
 	// refuses v0-2 so; advertising a minimum above 0 turns compression off
-	// in older librdkafka). Required exactly when the ranges differ.
-	unsupported func(r *request) kmsg.Response
+	// in older librdkafka), or by closing the connection where no answer
+	// is read (an acks=0 Produce). Required exactly when the ranges
+	// differ.
+	unsupported func(r *request) reply
 	// enabled reports whether a server with cfg serves the API (its
 	// backend is set); nil means always. A disabled API is neither
 	// advertised nor served by that server: a request for it closes the

@@ -57,7 +57,7 @@ func TestAPITableIsConsistent(t *testing.T) {
 
 func TestCheckAPIRefusesBadRegistrations(t *testing.T) {
 	h := func(*conn, *request) reply { return reply{} }
-	un := func(*request) kmsg.Response { return nil }
+	un := func(*request) reply { return reply{} }
 	for name, a := range map[string]api{
 		"unknown key":           {key: 999, handle: h},
 		"no handler":            {key: 0},

@@ -416,7 +416,7 @@ func (c *conn) dispatch(r *request) (rep reply, fix func(kmsg.Response)) {
 	}()
 	a := r.api
 	if r.version >= a.advertisedMin && r.version <= a.advertisedMax && (r.version < a.servedMin || r.version > a.servedMax) {
-		return respond(a.unsupported(r)), nil
+		return a.unsupported(r), nil
 	}
 	if c.srv.audit != nil {
 		var answered *reply

@@ -311,10 +311,10 @@ func TestAcksZeroKeepsOrder(t *testing.T) {
 				return req.ResponseKind(), nil
 			})
 		},
-		unsupported: func(r *request) kmsg.Response {
+		unsupported: func(r *request) reply {
 			resp := r.kreq.ResponseKind().(*kmsg.ProduceResponse)
 			resp.ThrottleMillis = 1 // marks the refusal for the test
-			return resp
+			return respond(resp)
 		},
 	})
 	ts := startServer(t, nil)

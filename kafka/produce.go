@@ -56,16 +56,21 @@ func init() {
 }
 
 // produceUnsupported answers Produce v0-2: UNSUPPORTED_VERSION for every
-// partition.
-func produceUnsupported(r *request) kmsg.Response {
+// partition. With acks=0 the client reads no answer (one would be taken
+// for the answer to its next request), so the connection closes instead,
+// as for any acks=0 produce that fails.
+func produceUnsupported(r *request) reply {
 	req := r.kreq.(*kmsg.ProduceRequest)
+	if req.Acks == 0 {
+		return failed(reasonAcksZeroError, fmt.Errorf("acks=0 Produce v%d: versions 0-2 are not supported", req.Version))
+	}
 	plan := make([]producePart, 0)
 	for ti, t := range req.Topics {
 		for _, p := range t.Partitions {
 			plan = append(plan, producePart{topic: ti, partition: p.Partition, code: kerr.UnsupportedVersion.Code})
 		}
 	}
-	return produceResponse(req, plan, nil)
+	return respond(produceResponse(req, plan, nil))
 }
 
 // producePart is one partition of a Produce request: refused now (code set)

@@ -280,6 +280,28 @@ func TestAcksZeroKeepsItsPlace(t *testing.T) {
 	expectClosed(t, c2)
 	ds.waitLog(t, reasonAcksZeroError)
 	ds.expectServed(t)
+
+	// So does an acks=0 produce at an unserved version (v0-2), even with
+	// no partitions: its UNSUPPORTED_VERSION answer would be read as the
+	// answer to the client's next request (found by
+	// TestKafkaFuzzAgainstHost).
+	for v := int16(0); v <= 2; v++ {
+		ds.hook.Reset()
+		c3 := ds.dial(t)
+		req := produceReq(v, 0, "t", map[int32][]byte{0: testBatch(t, 1, record.CompressionNone)})
+		if v == 2 {
+			req.Topics = nil
+		}
+		if _, err := c3.Write(frame(req, 1)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		expectClosed(t, c3)
+		ds.waitLog(t, reasonAcksZeroError)
+	}
+	if got := ds.data.stored("t", 0); len(got) != 6 {
+		t.Errorf("%d batches stored after the v0-2 acks=0 produces, want the 6 before", len(got))
+	}
+	ds.expectServed(t)
 }
 
 // TestProduceUnansweredAppend: a backend that never answers an append

@@ -62,10 +62,10 @@ func (c *conn) usableMechanisms() []string {
 }
 
 // saslHandshakeV0 answers a v0 handshake: not served.
-func saslHandshakeV0(r *request) kmsg.Response {
+func saslHandshakeV0(r *request) reply {
 	resp := r.kreq.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	return resp
+	return respond(resp)
 }
 
 func handleSaslHandshake(c *conn, r *request) reply {
