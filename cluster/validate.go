@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/actorlog/actorlog/messages"
 	"github.com/actorlog/actorlog/storage"
@@ -107,7 +108,14 @@ func ValidateTopicName(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q: character %q at %d is not in [a-zA-Z0-9._-]", ErrInvalidTopic, name, c, i)
+			// The character ('ü', not the 'Ã' of its first byte), or
+			// the byte where it is no UTF-8 ("\xff").
+			r, size := utf8.DecodeRuneInString(name[i:])
+			ch := strconv.QuoteRune(r)
+			if r == utf8.RuneError && size <= 1 {
+				ch = strconv.Quote(name[i : i+1])
+			}
+			return fmt.Errorf("%w: %q: character %s at byte %d is not in [a-zA-Z0-9._-]", ErrInvalidTopic, name, ch, i)
 		}
 	}
 	return nil

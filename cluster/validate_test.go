@@ -50,6 +50,20 @@ func TestValidateTopicName(t *testing.T) {
 	}
 }
 
+// TestValidateTopicNameNamesTheCharacter: the error names the offending
+// character itself, not the first byte of its UTF-8 encoding.
+func TestValidateTopicNameNamesTheCharacter(t *testing.T) {
+	for name, want := range map[string]string{
+		"tôpic": "character 'ô' at byte 1",
+		"a b":   "character ' ' at byte 1",
+		"a\xff": `character "\xff" at byte 1`,
+	} {
+		if err := cluster.ValidateTopicName(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateTopicName(%q) = %v, want it to say %s", name, err, want)
+		}
+	}
+}
+
 func TestValidateTopicConfigs(t *testing.T) {
 	tests := []struct {
 		key, value string
