@@ -938,15 +938,10 @@ func fuzzDuration(t *testing.T) time.Duration {
 	return d
 }
 
-// TestRemoteFuzzAgainstHost sends random MessageBatches — valid gRPC and
-// protobuf framing; random tables, indexes, type names, serializers,
-// request ids, headers and payloads (random bytes, and well-formed
-// actorlog requests with random fields) — to a host's actor remote for
-// ACTORLOG_FUZZ_DURATION, from senders that are no host, then runs the
-// post-checks and asserts that no handler panicked.
-// ACTORLOG_FUZZ_SEED replays a run.
-func TestRemoteFuzzAgainstHost(t *testing.T) {
-	e := newHardenEnv(t)
+// fuzzSeed is ACTORLOG_FUZZ_SEED (a run to replay), else a new seed; it
+// logs the seed either way.
+func fuzzSeed(t *testing.T) uint64 {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("ACTORLOG_FUZZ_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -956,6 +951,19 @@ func TestRemoteFuzzAgainstHost(t *testing.T) {
 		seed = s
 	}
 	t.Logf("seed %d (ACTORLOG_FUZZ_SEED replays it)", seed)
+	return seed
+}
+
+// TestRemoteFuzzAgainstHost sends random MessageBatches — valid gRPC and
+// protobuf framing; random tables, indexes, type names, serializers,
+// request ids, headers and payloads (random bytes, and well-formed
+// actorlog requests with random fields) — to a host's actor remote for
+// ACTORLOG_FUZZ_DURATION, from senders that are no host, then runs the
+// post-checks and asserts that no handler panicked.
+// ACTORLOG_FUZZ_SEED replays a run.
+func TestRemoteFuzzAgainstHost(t *testing.T) {
+	e := newHardenEnv(t)
+	seed := fuzzSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	hi := e.hostInfo(t)
 	ledger, _ := e.storedTopic(t, ledgerTopic)
