@@ -47,9 +47,30 @@ import (
 //     healthy, the ledger intact and writable, a new topic served), and a
 //     kgo client produces to and consumes from a new topic over the Kafka
 //     port.
+//
+// It runs twice: against an open listener, and against one that enforces
+// ACLs (--authorizer acl) where the anonymous principal may use the
+// fuzzer's own topics and group and describe the cluster, so that every
+// request also passes the authorizer, which answers or narrows it.
 func TestKafkaFuzzAgainstHost(t *testing.T) {
+	t.Run("open", func(t *testing.T) { kafkaFuzzAgainstHost(t, false) })
+	t.Run("acl", func(t *testing.T) { kafkaFuzzAgainstHost(t, true) })
+}
+
+func kafkaFuzzAgainstHost(t *testing.T, acls bool) {
 	kafkaAddr := "127.0.0.1:" + strconv.Itoa(freeBase(t))
-	e := newHardenEnv(t, "--kafka-listen", kafkaAddr)
+	extra := []string{"--kafka-listen", kafkaAddr}
+	if acls {
+		extra = append(extra, "--authorizer", "acl")
+	}
+	e := newHardenEnv(t, extra...)
+	if acls {
+		etcd := "http://127.0.0.1:" + strconv.Itoa(e.h.base+2)
+		e.h.mustCLI("", "acls", "add", "--etcd-endpoints", etcd, "--allow-principal", "User:ANONYMOUS", "--operation", "all",
+			"--topic", kafkaFuzzTopic, "--topic", "after-", "--group", kafkaFuzzTopic, "--resource-pattern-type", "prefixed")
+		e.h.mustCLI("", "acls", "add", "--etcd-endpoints", etcd, "--allow-principal", "User:ANONYMOUS",
+			"--operation", "describe", "--operation", "idempotent-write", "--cluster")
+	}
 	seed := fuzzSeed(t)
 
 	// A topic and a group of the fuzzer's own, which its names include.
