@@ -95,6 +95,14 @@ type Config struct {
 	// RLIMIT_NOFILE). Beyond it, replicas already running are kept and
 	// new ones are not started (logged at error level).
 	MaxPartitionsPerHost int
+	// MaxOpeningReplicas bounds the replicas being started at once: their
+	// directories being claimed or their logs being opened (default
+	// DefaultMaxOpeningReplicas). The others of a large topic, or of a
+	// host restarting with many partitions, start as these finish, so
+	// that a burst of thousands of opens (goroutines, fsyncs) never
+	// queues in front of the host's lease renewals (the embedded etcd's
+	// WAL writes share the disk).
+	MaxOpeningReplicas int
 	// Health receives the partitions' health, for the host's /healthz
 	// (nil: one the broker keeps to itself). Share one between the
 	// incarnations of a broker the host respawns.
@@ -226,6 +234,12 @@ type Broker struct {
 	dirs      *dirWorker
 	preparing map[tp]string
 	claimed   map[tp]string
+	// opening holds the replicas spawned whose log has not opened yet
+	// (replica.Opened). Together with preparing and claimed they are the
+	// starts in flight, at most MaxOpeningReplicas; startsHeld: a
+	// reconcile left a replica unstarted for that bound.
+	opening    map[tp]bool
+	startsHeld bool
 	// restarts records the failures of replicas that stopped unexpectedly
 	// or could not be started (restart.go); retryTimer posts
 	// retryReplicas at retryTimerAt, the earliest pending reopen.
@@ -255,6 +269,9 @@ func Props(cfg Config) *actor.Props {
 	}
 	if cfg.MaxPartitionsPerHost <= 0 {
 		cfg.MaxPartitionsPerHost = cluster.HostPartitionCapacity()
+	}
+	if cfg.MaxOpeningReplicas <= 0 {
+		cfg.MaxOpeningReplicas = DefaultMaxOpeningReplicas
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -294,6 +311,7 @@ func Props(cfg Config) *actor.Props {
 			dirs:          dirs,
 			preparing:     map[tp]string{},
 			claimed:       map[tp]string{},
+			opening:       map[tp]bool{},
 			restarts:      map[tp]*restartState{},
 			clampWarned:   map[string]bool{},
 		}
@@ -323,7 +341,7 @@ func (b *Broker) Receive(ctx actor.Context) {
 		b.reconcilePending = false
 		b.reconcile(ctx)
 	case *replica.Opened:
-		b.onOpened(msg)
+		b.onOpened(ctx, msg)
 	case *replica.ProposeISR:
 		b.onProposeISR(ctx, msg)
 	case isrAnswered:

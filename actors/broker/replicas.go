@@ -90,6 +90,7 @@ func (b *Broker) reconcile(ctx actor.Context) {
 	// A claimed directory not spawned now is claimed again when wanted
 	// (it may have been removed meanwhile).
 	clear(b.claimed)
+	b.resumeHeldStarts(ctx)
 	b.forgetRestarts(pl.want)
 }
 
@@ -98,6 +99,10 @@ func (b *Broker) apply(ctx actor.Context, actions []action) {
 	for _, a := range actions {
 		switch a.kind {
 		case actSpawn:
+			if !b.mayStart(a.key, a.t.TopicId) {
+				b.startsHeld = true // started when others finish
+				continue
+			}
 			if err := b.startReplica(ctx, a.t, a.p); err != nil {
 				b.notStarted(ctx, a.key, err)
 			}
@@ -189,6 +194,46 @@ func (b *Broker) changeInPlace(ctx actor.Context, t *messages.TopicMetadata, p *
 	return true
 }
 
+// DefaultMaxOpeningReplicas is Config.MaxOpeningReplicas's default: enough
+// opens at once to keep the cores and the disk busy (an open waits mostly
+// on fsyncs), few enough that the goroutines and fsyncs of a burst never
+// stand long in front of anything else.
+const DefaultMaxOpeningReplicas = 16
+
+// startsInFlight is the number of replicas being started: directory being
+// claimed, claimed and not spawned yet, or spawned and opening their log.
+func (b *Broker) startsInFlight() int {
+	return len(b.preparing) + len(b.claimed) + len(b.opening)
+}
+
+// mayStart reports whether key's replica (of topic id topicID) may start
+// now: its directory is claimed already (it counts in flight), or fewer
+// than MaxOpeningReplicas starts are in flight.
+func (b *Broker) mayStart(key tp, topicID string) bool {
+	if id, ok := b.claimed[key]; ok && id == topicID {
+		return true
+	}
+	return b.startsInFlight() < b.cfg.MaxOpeningReplicas
+}
+
+// startFinished notes that key's start ended (its log opened or failed to,
+// its directory could not be claimed, or it stopped first). Once half the
+// starts in flight have finished, a reconcile starts the replicas held
+// back: one per finish would re-plan every partition as often.
+func (b *Broker) startFinished(ctx actor.Context, key tp) {
+	delete(b.opening, key)
+	b.resumeHeldStarts(ctx)
+}
+
+// resumeHeldStarts has a reconcile start the replicas held back once at
+// most half of MaxOpeningReplicas starts are in flight.
+func (b *Broker) resumeHeldStarts(ctx actor.Context) {
+	if b.startsHeld && b.startsInFlight() <= b.cfg.MaxOpeningReplicas/2 {
+		b.startsHeld = false
+		b.reconcileSoon(ctx)
+	}
+}
+
 // startReplica starts the replica of p: once its directory is claimed for
 // t, it spawns it; before, it has the directory worker claim it (the
 // replica is spawned by the reconcile that follows the claim: dirClaimed).
@@ -222,6 +267,7 @@ func (b *Broker) onDirClaimed(ctx actor.Context, m dirClaimed) {
 	}
 	if m.err != nil {
 		b.notStarted(ctx, m.key, fmt.Errorf("cannot prepare partition directory: %w", m.err))
+		b.startFinished(ctx, m.key)
 		return
 	}
 	b.claimed[m.key] = m.topicID
@@ -251,6 +297,7 @@ func (b *Broker) spawnReplica(ctx actor.Context, t *messages.TopicMetadata, p *m
 		r.coordinator = b.spawnCoordinator(ctx, t, p, pid)
 	}
 	b.replicas[key] = r
+	b.opening[key] = true
 	ctx.Send(pid, b.liveHosts())
 	return nil
 }
@@ -285,6 +332,7 @@ func (b *Broker) stopReplica(ctx actor.Context, key tp, remove bool) {
 func (b *Broker) onReplicaStopped(ctx actor.Context, m replicaStopped) {
 	delete(b.replicas, m.key)
 	delete(b.stopping, m.key)
+	delete(b.opening, m.key) // stopped before it opened; reconciled below
 	// What was known of the stopped replica (a failed log) goes with it;
 	// one that failed stays down until it is reopened.
 	b.health.forget(m.key)
@@ -308,6 +356,7 @@ func (b *Broker) onDrain(ctx actor.Context) {
 		futures = append(futures, ctx.PoisonFuture(r.pid))
 		delete(b.replicas, key)
 	}
+	clear(b.opening)
 	root, logger, hwCheckpoints := ctx.ActorSystem().Root, b.logger, b.hwCheckpoints
 	go func() {
 		for _, f := range futures {

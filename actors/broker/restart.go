@@ -121,8 +121,9 @@ func (b *Broker) onTerminated(ctx actor.Context, msg *actor.Terminated) {
 }
 
 // onOpened records a replica's open: healthy, or down with its error.
-func (b *Broker) onOpened(msg *replica.Opened) {
+func (b *Broker) onOpened(ctx actor.Context, msg *replica.Opened) {
 	key := tp{msg.Topic, msg.Partition}
+	b.startFinished(ctx, key)
 	if _, running := b.replicas[key]; !running && b.restarts[key] == nil {
 		return
 	}
