@@ -125,8 +125,10 @@ func (noMetrics) Produced(string, int32, int, int, time.Duration, messages.Error
 func (noMetrics) Fetched(string, int32, int, time.Duration, messages.ErrorCode)       {}
 func (noMetrics) LogEndOffset(string, int32, int64)                                   {}
 
-// Opened is sent to the parent once the replica has opened its log (Err
-// nil) or failed to (Err set; the replica then stops).
+// Opened is sent to the parent once the replica has opened its log and
+// taken up its role (Err nil; a leader has recorded its epoch) or failed
+// to open it (Err set; the replica then stops). The broker starts a
+// bounded number of replicas at a time, counting each until its Opened.
 type Opened struct {
 	Topic     string
 	Partition int32
@@ -373,19 +375,27 @@ func (r *Replica) Receive(ctx actor.Context) {
 
 func (r *Replica) onStarted(ctx actor.Context) { r.open(ctx) }
 
+// notifyOpened sends the parent (the broker) Opened with err.
+func (r *Replica) notifyOpened(ctx actor.Context, err error) {
+	if ctx.Parent() != nil {
+		ctx.Send(ctx.Parent(), &Opened{Topic: r.cfg.Topic, Partition: r.cfg.Partition, Err: err})
+	}
+}
+
 // open opens the log of r.cfg and takes up the replica's role: at the
 // start and on Reopen. A log that cannot open stops the actor (the broker
 // reopens the partition after a backoff).
 func (r *Replica) open(ctx actor.Context) {
 	l, err := storage.Open(r.cfg.Dir, withLogger(r.cfg.Log, r.logger))
-	if ctx.Parent() != nil {
-		ctx.Send(ctx.Parent(), &Opened{Topic: r.cfg.Topic, Partition: r.cfg.Partition, Err: err})
-	}
 	if err != nil {
+		r.notifyOpened(ctx, err)
 		r.logger.WithError(err).Error("replica: cannot open log")
 		ctx.Stop(ctx.Self())
 		return
 	}
+	// After the role is taken up (a leader's epoch checkpoint is an fsync
+	// of its own), whether or not that succeeds.
+	defer r.notifyOpened(ctx, nil)
 	r.log = l
 	if r.cfg.Cleaner != nil && r.cfg.Log.CleanupPolicy.Compacts() {
 		// Up to the high watermark, as Kafka's cleaner (nothing a
