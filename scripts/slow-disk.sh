@@ -21,7 +21,6 @@ WORK=${WORK:-$(mktemp -d /var/tmp/actorlog-slowdisk.XXXXXX)}
 PORT=${PORT:-17470} # actor remote; etcd +1/+2; HTTP PORT+10; Kafka PORT+20
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-[ "$(id -u)" = 0 ] || { echo "slow-disk.sh: needs root (cgroup I/O throttling)" >&2; exit 2; }
 mkdir -p "$WORK/data"
 dev=$(findmnt -no MAJ:MIN -T "$WORK" | head -1 | tr -d ' ')
 # A partition's major:minor is throttled through its whole disk.
@@ -29,25 +28,39 @@ if [ -e "/sys/dev/block/$dev/partition" ]; then
 	dev=$(cat "/sys/dev/block/$dev/../dev")
 fi
 
+# No way to throttle here (not root, no I/O controller, a read-only cgroup
+# tree, a directory on no block device): exit 2, "cannot run here".
 cg=""
-if [ -w /sys/fs/cgroup/blkio/blkio.throttle.write_iops_device ] || [ -d /sys/fs/cgroup/blkio ]; then
+cannot() {
+	echo "slow-disk.sh: $*" >&2
+	[ -z "$cg" ] || rmdir "$cg" 2>/dev/null || true
+	[ -n "$keep" ] || rm -rf "$WORK"
+	exit 2
+}
+[ "$(id -u)" = 0 ] || cannot "needs root (cgroup I/O throttling)"
+case "$dev" in 0:*) cannot "$WORK is on no block device ($dev)" ;; esac
+
+if [ -d /sys/fs/cgroup/blkio ]; then
 	cg=/sys/fs/cgroup/blkio/actorlog-slowdisk
-	mkdir -p "$cg"
-	echo "$dev $IOPS" >"$cg/blkio.throttle.write_iops_device"
+	mkdir -p "$cg" 2>/dev/null || cannot "cannot make $cg"
+	echo "$dev $IOPS" >"$cg/blkio.throttle.write_iops_device" 2>/dev/null || cannot "cannot throttle $dev in $cg"
 	unthrottle() { echo "$dev 0" >"$cg/blkio.throttle.write_iops_device"; }
 else
 	unified=/sys/fs/cgroup
 	[ -f "$unified/cgroup.subtree_control" ] || unified=/sys/fs/cgroup/unified
-	grep -qw io "$unified/cgroup.controllers" 2>/dev/null || { echo "slow-disk.sh: no blkio or io cgroup controller here" >&2; exit 2; }
-	echo +io >"$unified/cgroup.subtree_control"
+	grep -qw io "$unified/cgroup.controllers" 2>/dev/null || cannot "no blkio or io cgroup controller here"
+	echo +io >"$unified/cgroup.subtree_control" 2>/dev/null || cannot "cannot enable the io controller in $unified"
 	cg=$unified/actorlog-slowdisk
-	mkdir -p "$cg"
-	echo "$dev wiops=$IOPS" >"$cg/io.max"
+	mkdir -p "$cg" 2>/dev/null || cannot "cannot make $cg"
+	echo "$dev wiops=$IOPS" >"$cg/io.max" 2>/dev/null || cannot "cannot throttle $dev in $cg"
 	unthrottle() { echo "$dev wiops=max" >"$cg/io.max"; }
 fi
 
-bin=$WORK/actorlog
-(cd "$root" && CGO_ENABLED=0 go build -o "$bin" ./cmd/actorlog)
+bin=${BIN:-}
+if [ -z "$bin" ]; then # BIN: a binary to try instead of this tree's
+	bin=$WORK/actorlog
+	(cd "$root" && CGO_ENABLED=0 go build -o "$bin" ./cmd/actorlog)
+fi
 log=$WORK/host.log
 addr=127.0.0.1:$PORT
 http=127.0.0.1:$((PORT + 10))
