@@ -41,6 +41,7 @@ func TestConfigDefaults(t *testing.T) {
 		// Zero here; the broker, controller and supervisor that read
 		// them apply their own defaults.
 		{"ReplicaLagTimeMax", c.ReplicaLagTimeMax, time.Duration(0)},
+		{"MaxOpeningReplicas", c.MaxOpeningReplicas, 0},
 		{"LeaderImbalanceCheckInterval", c.LeaderImbalanceCheckInterval, time.Duration(0)},
 		{"OffsetsTopicPartitions", c.OffsetsTopicPartitions, int32(0)},
 		{"GroupInitialRebalanceDelay", c.GroupInitialRebalanceDelay, time.Duration(0)},
@@ -108,6 +109,7 @@ func TestConfigOverrides(t *testing.T) {
 		{"LeaseTTL at etcd's minimum", Config{LeaseTTL: 2 * time.Second}, func(c Config) any { return c.LeaseTTL }, 2 * time.Second, nil},
 		{"negative LeaseTTL is the default", Config{LeaseTTL: -time.Second}, func(c Config) any { return c.LeaseTTL }, DefaultLeaseTTL, nil},
 		{"ReplicaLagTimeMax", Config{ReplicaLagTimeMax: 5 * time.Second}, func(c Config) any { return c.ReplicaLagTimeMax }, 5 * time.Second, nil},
+		{"MaxOpeningReplicas", Config{MaxOpeningReplicas: 4}, func(c Config) any { return c.MaxOpeningReplicas }, 4, nil},
 		{"LeaderImbalanceCheckInterval", Config{LeaderImbalanceCheckInterval: time.Minute}, func(c Config) any { return c.LeaderImbalanceCheckInterval }, time.Minute, nil},
 		{"OffsetsTopicPartitions", Config{OffsetsTopicPartitions: 4}, func(c Config) any { return c.OffsetsTopicPartitions }, int32(4), nil},
 		{"GroupInitialRebalanceDelay", Config{GroupInitialRebalanceDelay: time.Second}, func(c Config) any { return c.GroupInitialRebalanceDelay }, time.Second, nil},
@@ -166,6 +168,7 @@ func TestConfigRefusals(t *testing.T) {
 		{"negative HostID", Config{HostID: -1}, "must be positive"},
 		{"bad Name", Config{Name: "no spaces"}, "--name"},
 		{"LeaseTTL below etcd's minimum", Config{LeaseTTL: time.Second}, "below etcd's minimum"},
+		{"negative MaxOpeningReplicas", Config{MaxOpeningReplicas: -1}, "--max-opening-replicas"},
 		{"negative LeaderImbalanceCheckInterval", Config{LeaderImbalanceCheckInterval: -time.Second}, "--leader-imbalance-check-interval"},
 		{"negative OffsetsTopicPartitions", Config{OffsetsTopicPartitions: -1}, "--offsets-topic-partitions"},
 		{"negative GroupInitialRebalanceDelay", Config{GroupInitialRebalanceDelay: -time.Second}, "--group-initial-rebalance-delay"},

@@ -167,6 +167,12 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
 	// not caught up for this long leaves the ISR (default 30 s, as Kafka).
 	ReplicaLagTimeMax time.Duration
+	// MaxOpeningReplicas bounds the replicas this host starts at once
+	// (opening their logs, recording their leader epochs): a slow disk
+	// fsyncs the rest of a large topic's partitions behind them, not in
+	// front of the embedded etcd's lease renewals (0:
+	// broker.DefaultMaxOpeningReplicas, 16; negative is an error).
+	MaxOpeningReplicas int
 	// LeaderImbalanceCheckInterval is how often this host's controller,
 	// while elected, moves leadership back to preferred replicas where a
 	// host's imbalance exceeds 10 % (Kafka's
@@ -272,6 +278,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LeaseTTL < 2*time.Second {
 		return c, fmt.Errorf("host: lease TTL %v is below etcd's minimum of 2s", c.LeaseTTL)
+	}
+	if c.MaxOpeningReplicas < 0 {
+		return c, fmt.Errorf("host: --max-opening-replicas %d: want at least 1", c.MaxOpeningReplicas)
 	}
 	if c.LeaderImbalanceCheckInterval < 0 {
 		return c, fmt.Errorf("host: --leader-imbalance-check-interval %v: want a positive duration", c.LeaderImbalanceCheckInterval)
@@ -665,7 +674,7 @@ func (h *Host) start(ctx context.Context) error {
 		HostID: h.hostID.Load(), Address: cfg.Advertise, DataDir: cfg.DataDir, Store: h.store,
 		Metrics: h.metrics, Logger: h.logger, Controller: func() *actor.PID { return ctrl },
 		ReplicaLagTimeMax: cfg.ReplicaLagTimeMax, OffsetsTopicPartitions: cfg.OffsetsTopicPartitions,
-		Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics, Cleaner: cleaner,
+		MaxOpeningReplicas: cfg.MaxOpeningReplicas, Group: &gcfg, Health: h.brokerHealth, Restarts: h.metrics, Cleaner: cleaner,
 		ReceiverMiddleware: h.remoteMiddleware(),
 	})))
 	h.brokerMu.Lock()

@@ -199,6 +199,8 @@ command line wins over the environment, which wins over the file.`,
 	f.StringVar(&endpoints, "etcd-endpoints", "", "join through an etcd cluster run elsewhere (http://HOST:CLIENTPORT,...) instead of running a voter")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", host.DefaultLeaseTTL, "host liveness lease TTL: a host silent this long loses its partitions")
 	f.DurationVar(&cfg.ReplicaLagTimeMax, "replica-lag-time-max", replica.DefaultReplicaLagTimeMax, "a follower that has not caught up for this long leaves the ISR")
+	f.IntVar(&cfg.MaxOpeningReplicas, "max-opening-replicas", broker.DefaultMaxOpeningReplicas,
+		"replicas the host starts at once (opening their logs); on a slow disk the others of a large topic wait, not the lease renewals")
 	f.DurationVar(&cfg.LeaderImbalanceCheckInterval, "leader-imbalance-check-interval", controller.DefaultLeaderImbalanceCheckInterval,
 		"how often the controller moves leadership back to preferred replicas (where a host's imbalance exceeds 10%)")
 	f.Int32Var(&cfg.OffsetsTopicPartitions, "offsets-topic-partitions", broker.DefaultOffsetsTopicPartitions,

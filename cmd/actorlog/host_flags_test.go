@@ -73,6 +73,7 @@ func TestHostBadStartInput(t *testing.T) {
 		{"bad name", []string{"--name", "no/slash"}, "host name"},
 		{"bad lease", []string{"--lease-ttl", "500ms"}, "below etcd's minimum"},
 		{"bad leader imbalance check interval", []string{"--leader-imbalance-check-interval", "-2s"}, "want a positive duration"},
+		{"bad max opening replicas", []string{"--max-opening-replicas", "-1"}, "--max-opening-replicas -1: want at least 1"},
 		{"bad offsets topic partitions", []string{"--offsets-topic-partitions", "-1"}, "--offsets-topic-partitions -1: want at least 1"},
 		{"bad group rebalance delay", []string{"--group-initial-rebalance-delay", "-1s"}, "--group-initial-rebalance-delay -1s"},
 		{"bad group session timeout", []string{"--group-min-session-timeout", "-1s"}, "--group-min-session-timeout -1s"},
