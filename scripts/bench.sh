@@ -19,6 +19,13 @@
 #             and kgo in another (`kafkabench --target`), as actorlog's
 #             host and perf tools do: broker and client do not share one
 #             Go heap and scheduler, and the client starts cold;
+#   kfake-live (KFAKE_LIVE=1, the default): as kfake, with kafkabench's
+#             64 MiB value pool kept reachable while kgo consumes
+#             (`--payload-live`), as every kfake run did until
+#             2026-12-06: a GC ballast that set the consumer's heap goal
+#             at ~134 MB (kafkabench now drops the pool before a consumer
+#             runs, as a consuming service holds no producer's test data);
+#             kept for comparison with the figures measured that way;
 #   actorlog-inproc (INPROC=1, the default): `actorlog perf inprocess`, a
 #             fresh host started in the perf tool's own process (a new
 #             data directory, 3 partitions) and the same produce and
@@ -65,7 +72,7 @@
 # LAT_N (10000 records, so 10 s at 1,000/s), LAT_SIZE (100), OLD (0),
 # BEFORE_BIN (none), BEFORE_HOST (0; 1: BEFORE_BIN's own host on
 # BASE_PORT+10..+13),
-# CONSUME (1), LATENCY (1), KFAKE_PROC (1), INPROC (1), KGO_ACTORLOG (1), REUSE (1), BATCH_SIZE (none:
+# CONSUME (1), LATENCY (1), KFAKE_PROC (1), KFAKE_LIVE (1), INPROC (1), KGO_ACTORLOG (1), REUSE (1), BATCH_SIZE (none:
 # every target's producer batch size in bytes, for goal 3's small-batch
 # comparison, e.g. BATCH_SIZE=16384 SIZES=1024 CONSUME=0 LATENCY=0: kgo gets
 # ProducerBatchMaxBytes, actorlog --batch-size), BASE_PORT (19940;
@@ -89,6 +96,7 @@ BEFORE_BIN="${BEFORE_BIN:-}"
 BEFORE_HOST="${BEFORE_HOST:-0}"
 CONSUME="${CONSUME:-1}"
 KFAKE_PROC="${KFAKE_PROC:-1}"
+KFAKE_LIVE="${KFAKE_LIVE:-1}"
 INPROC="${INPROC:-1}"
 KGO_ACTORLOG="${KGO_ACTORLOG:-1}"
 REUSE="${REUSE:-1}"
@@ -186,24 +194,28 @@ actorlog_run() {
 	al topics delete "${topic}" >/dev/null
 }
 
-# record_kafkabench FILE TARGET SIZE ROUND: records the produce and consume
-# figures (records/s) a one-round kafkabench run printed for TARGET.
+# record_kafkabench FILE TARGET SIZE ROUND [AS]: records the produce and
+# consume figures (records/s) a one-round kafkabench run printed for
+# TARGET, under the name AS (default TARGET).
 record_kafkabench() {
-	local f="$1" t="$2" size="$3" r="$4" w v
+	local f="$1" t="$2" size="$3" r="$4" as="${5:-$2}" w v
 	for w in produce consume; do
 		v="$(awk -v t="${t}" -v w="${w}" '$1 == t && $2 == w { for (i = 1; i <= NF; i++) if ($i == "rec/s") print $(i - 1) }' "${f}")"
-		[[ -n "${v}" ]] && record "${w}-${size}B" "${t}" "${r}" "${v}"
+		[[ -n "${v}" ]] && record "${w}-${size}B" "${as}" "${r}" "${v}"
 	done
 	return 0
 }
 
-# kfake_run SIZE ROUND: kgo with its defaults against a fresh disk-mode kfake.
+# kfake_run SIZE ROUND [NAME]: kgo with its defaults against a fresh
+# disk-mode kfake; NAME kfake-live keeps kafkabench's 64 MiB value pool
+# reachable while kgo consumes (--payload-live).
 kfake_run() {
-	local size="$1" r="$2" f skip=()
-	f="${OUT}/kfake-${size}-${r}.txt"
+	local size="$1" r="$2" name="${3:-kfake}" f skip=() live=()
+	f="${OUT}/${name}-${size}-${r}.txt"
 	[[ "${CONSUME}" == 1 ]] || skip=(--skip consume)
-	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" >"${f}"
-	record_kafkabench "${f}" kfake "${size}" "${r}"
+	[[ "${name}" == kfake-live ]] && live=(--payload-live)
+	"${kb}" --kfake --n "${N}" --sizes "${size}" --rounds 1 --rate 0 "${batch[@]}" "${skip[@]}" "${live[@]}" >"${f}"
+	record_kafkabench "${f}" kfake "${size}" "${r}" "${name}"
 }
 
 # kfake_proc_run SIZE ROUND: as kfake_run, with the fresh kfake in a
@@ -258,6 +270,7 @@ inproc_run() {
 
 targets=(actorlog kfake)
 [[ "${KFAKE_PROC}" == 1 ]] && targets+=(kfake-proc)
+[[ "${KFAKE_LIVE}" == 1 && "${CONSUME}" == 1 ]] && targets+=(kfake-live)
 [[ "${INPROC}" == 1 ]] && targets+=(actorlog-inproc)
 [[ "${KGO_ACTORLOG}" == 1 ]] && targets+=(kgo-actorlog)
 [[ "${OLD}" == 1 ]] && targets+=(old)
@@ -278,6 +291,7 @@ for size in ${SIZES//,/ }; do
 				client="${bin}" target_listen="${listen}"
 				;;
 			kfake) kfake_run "${size}" "${r}" ;;
+			kfake-live) kfake_run "${size}" "${r}" kfake-live ;;
 			kfake-proc) kfake_proc_run "${size}" "${r}" ;;
 			actorlog-inproc) inproc_run "${size}" "${r}" ;;
 			kgo-actorlog) kgo_actorlog_run "${size}" "${r}" ;;

@@ -38,6 +38,7 @@ import (
 	"math/rand"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,6 +94,9 @@ type config struct {
 	skip        map[string]bool
 	topicPrefix string
 	keepTopics  bool
+	// payloadLive keeps the value pool (64 MiB) reachable while the
+	// consumers run, as kafkabench did until 2026-12-06 (see runAll).
+	payloadLive bool
 }
 
 // result is one measurement of one workload on one target.
@@ -306,6 +310,7 @@ func mainErr() error {
 	fs.StringVar(&skip, "skip", "", "workload kinds to skip, comma-separated: produce (and its consume), consume, latency")
 	fs.StringVar(&cfg.topicPrefix, "topic-prefix", "kbench", "prefix of the benchmark topics' names")
 	fs.BoolVar(&cfg.keepTopics, "keep-topics", false, "do not delete the benchmark topics after each run")
+	fs.BoolVar(&cfg.payloadLive, "payload-live", false, "keep the 64 MiB value pool reachable while consumers run (a GC ballast for them: the old behaviour, for A/B runs)")
 	var tlsCA, tlsTargets string
 	fs.StringVar(&tlsCA, "tls-ca", "", "PEM CA file the --tls-target targets' certificates are verified against")
 	fs.StringVar(&tlsTargets, "tls-target", "", "targets (comma-separated names) whose Kafka listener speaks TLS, verified with --tls-ca")
@@ -445,13 +450,31 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	// 64 KiB with records 7,919 bytes apart: every batch repeated the same
 	// 64 KiB, snappy shrank kgo's 1 KiB batches about 5 times, and kfake
 	// wrote and served a fifth of the bytes the actorlog runs did.
-	rng := rand.New(rand.NewSource(1))
+	//
+	// The pool exists only while records are produced: a consumer run
+	// starts with it unreachable and collected. Kept live, its 64 MiB set
+	// the consumers' GC goal at ~134 MB in a process whose own live heap
+	// is a few MB, so kgo's consumer hardly collected while a consumer in
+	// a process of its own (actorlog perf consume, a service) collects
+	// every ~15 MB; a benchmark's buffer is not the client's to count.
 	maxSize := cfg.latencySize
 	for _, s := range cfg.sizes {
 		maxSize = max(maxSize, s)
 	}
-	pool := make([]byte, maxSize+payloadSpan)
-	rng.Read(pool)
+	var pool []byte
+	payload := func() []byte {
+		if pool == nil {
+			pool = make([]byte, maxSize+payloadSpan)
+			rand.New(rand.NewSource(1)).Read(pool)
+		}
+		return pool
+	}
+	dropPayload := func() {
+		if !cfg.payloadLive {
+			pool = nil
+			runtime.GC()
+		}
+	}
 
 	var results []result
 	seq := 0
@@ -484,7 +507,8 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		pw := fmt.Sprintf("produce %s", sizeName(size))
 		cw := fmt.Sprintf("consume %s", sizeName(size))
 		err := each(func(t target, round int, topic string) error {
-			p, err := withCPU(t, func() (result, error) { return produceN(ctx, cfg, t, topic, cfg.n, size, pool) })
+			values := payload()
+			p, err := withCPU(t, func() (result, error) { return produceN(ctx, cfg, t, topic, cfg.n, size, values) })
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", pw, t.Name, err)
 			}
@@ -494,6 +518,7 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 			if cfg.skip["consume"] {
 				return nil
 			}
+			dropPayload()
 			c, err := withCPU(t, func() (result, error) { return consumeN(ctx, cfg, t, topic, int64(cfg.n)) })
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", cw, t.Name, err)
@@ -520,7 +545,8 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		lcfg := cfg
 		lcfg.linger = linger
 		err := each(func(t target, round int, topic string) error {
-			l, err := withCPU(t, func() (result, error) { return produceAtRate(ctx, lcfg, t, topic, pool) })
+			values := payload()
+			l, err := withCPU(t, func() (result, error) { return produceAtRate(ctx, lcfg, t, topic, values) })
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", lw, t.Name, err)
 			}
