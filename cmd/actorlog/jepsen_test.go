@@ -511,10 +511,16 @@ type resourceLog struct {
 	w     *workload               // its producer's stats are reported too (nil: none)
 	prev  map[string]procSample   // by "test" or host address
 	all   map[string][]procSample // every cycle's sample, from cycle 1
+	// actors: the processes (actors and futures) in the test client's
+	// registry at every cycle, from cycle 1 (w's client; nil without w).
+	actors []int
 }
 
 func newResourceLog(t *testing.T, hosts []*hostProc, w *workload) *resourceLog {
 	r := &resourceLog{t: t, hosts: hosts, w: w, prev: map[string]procSample{}, all: map[string][]procSample{}}
+	if w != nil {
+		warmRegistry(w.c.System())
+	}
 	r.sample(0)
 	return r
 }
@@ -563,6 +569,11 @@ func (r *resourceLog) sample(cycle int) string {
 	s, err := sampleSelf()
 	add("test", s, err)
 	if r.w != nil {
+		n, kinds := registeredActors(r.w.c.System())
+		if cycle > 0 {
+			r.actors = append(r.actors, n)
+		}
+		parts = append(parts, fmt.Sprintf("client actors %d (%s)", n, topKinds(kinds, 3)))
 		if st, err := r.w.p.Stats(); err != nil {
 			parts = append(parts, "producer: "+err.Error())
 		} else {
@@ -594,7 +605,17 @@ func (r *resourceLog) checkNoGrowth(cycles int) {
 		r.t.Logf("%s: medians of cycles %d-%d: rss %dMB (anon %dMB) live heap %s fds %d goroutines %d; of cycles %d-%d: rss %dMB (anon %dMB) live heap %s fds %d goroutines %d; file-backed rss at most %dMB of %dMB mapped",
 			name, from+1, from+q, early.rssBytes>>20, early.anonBytes>>20, mib(early.liveHeap), early.fds, early.goroutines,
 			len(all)-q+1, len(all), late.rssBytes>>20, late.anonBytes>>20, mib(late.liveHeap), late.fds, late.goroutines, late.fileBytes>>20, late.fileBound>>20)
-		if grew := late.grewBeyond(early, 0.10); len(grew) > 0 {
+		grew := late.grewBeyond(early, 0.10)
+		if name == "test" && len(r.actors) == len(all) {
+			// The client's actors and futures: a leaked one grows the count.
+			med := func(v []int) int { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+			a, b := med(r.actors[from:from+q]), med(r.actors[len(all)-q:])
+			r.t.Logf("test client's registered actors and futures: median %d, then %d", a, b)
+			if b > a+a/10+2 {
+				grew = append(grew, fmt.Sprintf("registered actors %d, was %d", b, a))
+			}
+		}
+		if len(grew) > 0 {
 			if cycles >= 100 {
 				r.t.Errorf("%s grew over %d cycles: %v", name, cycles, grew)
 			} else {
