@@ -535,6 +535,46 @@ func TestRemoteCodecRecyclesPooledFetchFrames(t *testing.T) {
 		t.Fatal("freeing the encoded answer did not recycle its frame")
 	}
 
+	// A small answer (a follower's at a moderate rate: tens of records)
+	// takes a frame of the smallest class all the same (17 KiB); it goes
+	// in pieces too, its frame back to the pool, beside a small message
+	// that is not pooled (copied with the small fields). Below 1 KiB
+	// storage's reads are not pooled (frame.AllocPooled): grpc-go would
+	// not give such a buffer back.
+	for _, size := range []int{2 << 10, 5 << 10} {
+		small := frame.AllocPooled(size)
+		copy(small, randBytes(size, 11))
+		want := bytes.Clone(small)
+		data := encode(&messages.FetchResponse{CorrelationId: 6, Topic: "t", Partition: 1, HighWatermark: 7, Records: small})
+		if !frame.Pooled(data) {
+			t.Fatalf("%d B: the encoded fetch answer does not reach its pooled frame's trailer", size)
+		}
+		other := encode(&messages.FetchResponse{CorrelationId: 8, Topic: "t", Partition: 0, Records: []byte("plain")})
+		m := batch(fetchResponseName, other)
+		m.GetMessageBatch().Envelopes = append(m.GetMessageBatch().Envelopes, &remote.MessageEnvelope{TypeId: 0, MessageData: data, Target: 0})
+		out, err := remoteCodec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got remote.RemoteMessage
+		if err := proto.Unmarshal(out.Materialize(), &got); err != nil {
+			t.Fatal(err)
+		}
+		envs := got.GetMessageBatch().GetEnvelopes()
+		var first, second messages.FetchResponse
+		if len(envs) != 2 || proto.Unmarshal(envs[0].GetMessageData(), &first) != nil || proto.Unmarshal(envs[1].GetMessageData(), &second) != nil {
+			t.Fatalf("%d B: the pieces do not decode to two answers", size)
+		}
+		if first.CorrelationId != 8 || string(first.Records) != "plain" || second.CorrelationId != 6 || !bytes.Equal(second.Records, want) {
+			t.Fatalf("%d B: the pieces do not decode to the fetch answers", size)
+		}
+		before := frame.Recycled()
+		out.Free()
+		if frame.Recycled() != before+1 {
+			t.Fatalf("%d B: freeing the encoded answers recycled %d frames, want 1", size, frame.Recycled()-before)
+		}
+	}
+
 	batchBuf := frame.Alloc(64 << 10)
 	copy(batchBuf, randBytes(len(batchBuf), 10))
 	req := &messages.ProduceRequest{Topic: "t", Partition: 0, Records: batchBuf}

@@ -182,12 +182,22 @@ func classFrame(k uint64) int { return minPooled<<(k-1) + classSlack }
 // classBytes is the size of class k's allocations.
 func classBytes(k uint64) int { return Headroom + classFrame(k) + trailerLen }
 
+// minPooledFrame is the smallest frame AllocPooled takes from a pool.
+// grpc-go gives no buffer of less than 1 KiB back to its pool
+// (mem.IsBelowBufferPoolingThreshold: mem.NewBuffer makes it a
+// SliceBuffer, whose Free does nothing), so a smaller frame sent by the
+// remote never comes back, and it would take a frame of the smallest
+// class, 17 KiB, to become garbage: a follower's answer of a few records
+// was a 17 KiB allocation.
+const minPooledFrame = 1 << 10
+
 // AllocPooled is Alloc from the pools: a frame of n bytes, not zeroed (its
 // bytes may hold another frame's records), that Recycle may give back once
-// nothing reads it. Frames of more than 16 MiB are Alloc's.
+// nothing reads it. Frames of less than 1 KiB (minPooledFrame) or more
+// than 16 MiB are Alloc's.
 func AllocPooled(n int) []byte {
 	k := classOf(n)
-	if k == 0 {
+	if k == 0 || n < minPooledFrame {
 		return Alloc(n)
 	}
 	var whole []byte

@@ -106,7 +106,7 @@ func TestAllocPooledFramesAreFramesInClasses(t *testing.T) {
 			t.Errorf("classOf(%d) = %d, want %d", c.n, got, c.class)
 		}
 	}
-	for _, n := range []int{1, 100, 40 << 10, 1 << 20, 1<<20 + 7} {
+	for _, n := range []int{minPooledFrame, 5 << 10, 40 << 10, 1 << 20, 1<<20 + 7} {
 		b := AllocPooled(n)
 		if len(b) != n || Cap(b) != n {
 			t.Fatalf("AllocPooled(%d): len %d, Cap %d", n, len(b), Cap(b))
@@ -122,11 +122,17 @@ func TestAllocPooledFramesAreFramesInClasses(t *testing.T) {
 			t.Fatalf("AllocPooled(%d): a slice not reaching the trailer, or past it, counts as pooled", n)
 		}
 	}
+	for _, n := range []int{0, 1, 100, minPooledFrame - 1} {
+		b := AllocPooled(n)
+		if _, ok := Of(b); !ok || len(b) != n || Pooled(b) {
+			t.Fatalf("AllocPooled(%d), below minPooledFrame: Of %v, len %d, Pooled %v; want an unpooled frame", n, ok, len(b), Pooled(b))
+		}
+	}
 	if Pooled(Alloc(100)) || Pooled(AllocPooled(maxPooled+1)) || Pooled(make([]byte, 64<<10)) || Pooled(nil) {
 		t.Fatal("an unpooled frame or a plain slice counts as pooled")
 	}
-	c := make([]byte, 200, 200+trailerLen)
-	b := AllocPooled(200)
+	c := make([]byte, 2000, 2000+trailerLen)
+	b := AllocPooled(2000)
 	copy(c[:cap(c)], b[:cap(b)])
 	if Pooled(c) || Recycle(c) {
 		t.Fatal("a copy of a pooled frame, trailer included, counts as pooled")
