@@ -52,9 +52,10 @@ stop_host() {
 
 # perf produce's summary: "N records sent, R records/sec (M MB/sec), A ms
 # avg latency, X ms max latency, P ms 50th, P ms 95th, P ms 99th, P ms
-# 99.9th." -> "R P99".
+# 99.9th." -> "R P99". After a warm-up (--warmup-records) the last line is
+# the steady state's ("N steady state records sent, ..."), which it reads.
 perf_summary() { # FILE
-	grep '99th' "$1" | tail -1 | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
+	grep '99th' "$1" | tail -1 | sed 's/ steady state records/ records/' | awk '{ gsub(/[(),]/, ""); print $4, $22 }'
 }
 
 # pids and stop_pids: a script's several background processes (hosts);

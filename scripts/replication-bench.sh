@@ -6,8 +6,12 @@
 # (round r starts with the other topic than round r-1) of `actorlog perf
 # produce --num-records N --record-size SIZE` (defaults otherwise: acks=all,
 # idempotent) against each; then LAT_N records at LAT_RATE records/s to the
-# replication-factor-3 topic. Prints every run, the medians, the ratio
-# RF=3 / RF=1 (goal >= 0.50) and the fixed-rate p99 (goal <= 10 ms), and
+# replication-factor-3 topic, the first LAT_WARMUP of them a warm-up
+# (--warmup-records, as Kafka's tool: a new client process connects to
+# every host, and each host back to it, while the first records wait).
+# Prints every run, the medians, the ratio RF=3 / RF=1 (goal >= 0.50),
+# the fixed-rate p99 of the steady state (goal <= 10 ms) and of the whole
+# run, the share of the machine's CPU busy meanwhile, and
 # the CPU time the three hosts spent per record in each (from
 # /proc/PID/stat): with every host on the same cores, RF=3's share of
 # them bounds the ratio once the hosts keep the cores busy. Beside the
@@ -21,6 +25,7 @@
 #
 # Settings (environment): OUT (/tmp/actorlog-replication-bench), ROUNDS (3),
 # N (1000000), SIZE (100), LAT_RATE (50000), LAT_N (500000; 0 skips it),
+# LAT_WARMUP (LAT_RATE: the first second),
 # BASE_PORT (29000: host i listens on BASE_PORT+100*i, its etcd on +1 and
 # +2, its HTTP on +80), KEEP_DATA (0: the hosts' data directories, ~6 GiB
 # at SIZE=1024, are removed at the end), FLOOR (1), FLOOR_DURATION (5s per
@@ -37,6 +42,7 @@ N="${N:-1000000}"
 SIZE="${SIZE:-100}"
 LAT_RATE="${LAT_RATE:-50000}"
 LAT_N="${LAT_N:-500000}"
+LAT_WARMUP="${LAT_WARMUP:-${LAT_RATE}}"
 BASE_PORT="${BASE_PORT:-29000}"
 FLOOR="${FLOOR:-1}"
 FLOOR_DURATION="${FLOOR_DURATION:-5s}"
@@ -117,6 +123,8 @@ u1="$(cpu_median rf1)"
 u3="$(cpu_median rf3)"
 
 lat=""
+lat_all=""
+busy=""
 stalls=""
 if [[ "${LAT_N}" -gt 0 ]]; then
 	# The rounds above left gigabytes of dirty page cache: let the kernel
@@ -129,11 +137,18 @@ if [[ "${LAT_N}" -gt 0 ]]; then
 	# the p99 then includes.
 	"${OUT}/stallprobe" --duration "$(((LAT_N + LAT_RATE - 1) / LAT_RATE + 1))s" --list >"${OUT}/stallprobe.txt" &
 	probe=$!
+	stat0="$(head -1 /proc/stat)"
 	al perf produce --topic rf3 --num-records "${LAT_N}" --record-size "${SIZE}" \
-		--throughput "${LAT_RATE}" >"${OUT}/rf3-rate.txt"
+		--throughput "${LAT_RATE}" --warmup-records "${LAT_WARMUP}" >"${OUT}/rf3-rate.txt"
+	stat1="$(head -1 /proc/stat)"
 	wait "${probe}"
 	lat="$(grep '99th' "${OUT}/rf3-rate.txt" | tail -1)"
+	lat_all="$(grep ' records sent.*99th' "${OUT}/rf3-rate.txt" | grep -v 'steady state' | tail -1)"
 	stalls="$(head -1 "${OUT}/stallprobe.txt")"
+	# The machine's busy share of its cores over the run (/proc/stat:
+	# user, nice, system, irq, softirq, steal against those and idle, iowait).
+	busy="$(echo "${stat0} ${stat1}" | awk '{ b0 = $2 + $3 + $4 + $7 + $8 + $9; t0 = b0 + $5 + $6;
+		b1 = $13 + $14 + $15 + $18 + $19 + $20; t1 = b1 + $16 + $17; printf "%.0f %%", 100 * (b1 - b0) / (t1 - t0) }')"
 fi
 
 floors=()
@@ -156,8 +171,9 @@ fi
 	awk -v a="${m3}" -v b="${m1}" 'BEGIN { printf "ratio RF=3 / RF=1: %.2f (goal >= 0.50)\n", a / b }'
 	awk -v a="${u3}" -v b="${u1}" 'BEGIN { printf "hosts CPU per record RF=3 / RF=1: %.2f (on shared cores, busy, the ratio above tends to its inverse, %.2f)\n", a / b, b / a }'
 	if [[ -n "${lat}" ]]; then
-		echo "RF=3 at ${LAT_RATE} records/s: ${lat} (goal: p99 <= 10 ms)"
-		echo "meanwhile, ${stalls}"
+		echo "RF=3 at ${LAT_RATE} records/s, after ${LAT_WARMUP} records of warm-up: ${lat} (goal: p99 <= 10 ms)"
+		echo "the whole run, warm-up included: ${lat_all}"
+		echo "meanwhile the machine's $(nproc) cores were ${busy} busy (three hosts, the client, the probe), and ${stalls}"
 	fi
 	for f in "${floors[@]}"; do
 		echo "bare replication on this machine (cmd/replfloor), ${f}"

@@ -134,6 +134,25 @@ func (l *latencies) window() (n int64, avg, mx float64) {
 	return n, avg, mx
 }
 
+// printTotal prints Kafka's tool's summary line of the latencies (label
+// " steady state" for the records after a warm-up), with the throughput
+// over elapsed.
+func (l *latencies) printTotal(out io.Writer, label string, elapsed time.Duration, recordSize int) {
+	l.mu.Lock()
+	sorted := slices.Clone(l.samples)
+	n, sum, mx := l.n, l.sum, l.max
+	l.mu.Unlock()
+	slices.Sort(sorted)
+	avg := 0.0
+	if n > 0 {
+		avg = sum / float64(n)
+	}
+	rps := float64(n) / elapsed.Seconds()
+	fmt.Fprintf(out, "%d%s records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.0f ms 50th, %.0f ms 95th, %.0f ms 99th, %.0f ms 99.9th.\n",
+		n, label, rps, rps*float64(recordSize)/(1024*1024), avg, mx,
+		percentile(sorted, 0.5), percentile(sorted, 0.95), percentile(sorted, 0.99), percentile(sorted, 0.999))
+}
+
 // perfSampling is the stride of latency samples for n records: all of
 // them up to 500,000, then as many as Kafka's ProducerPerformance keeps.
 func perfSampling(n int64) int64 {
@@ -158,8 +177,14 @@ type perfProduceRun struct {
 	keys       perfKeyTable
 	payload    []byte
 	lat        *latencies
-	failed     atomic.Int64
-	firstErr   atomic.Value
+	// steady collects the latencies of the records after the warm-up
+	// (--warmup-records; nil without one), as Kafka's tool's steady-state
+	// statistics; steadyStart is when the first of them was handed to a
+	// producer (UnixNano; 0 until then).
+	steady      *latencies
+	steadyStart atomic.Int64
+	failed      atomic.Int64
+	firstErr    atomic.Value
 	// requests merges the producers' request timings (ProducerStats).
 	reqMu    sync.Mutex
 	requests producer.RequestLatency
@@ -170,9 +195,12 @@ func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecon
 
 // validatePerfProduce checks perf produce's numeric flags before anything
 // connects.
-func validatePerfProduce(numRecords int64, recordSize, numKeys, producers int) error {
+func validatePerfProduce(numRecords, warmup int64, recordSize, numKeys, producers int) error {
 	if numRecords <= 0 || recordSize <= 0 {
 		return fmt.Errorf("--num-records and --record-size must be positive")
+	}
+	if warmup < 0 || warmup >= numRecords {
+		return fmt.Errorf("--warmup-records must be at least 0 and fewer than --num-records (%d), got %d", numRecords, warmup)
 	}
 	if numKeys < 0 {
 		return fmt.Errorf("--keys must not be negative")
@@ -218,8 +246,9 @@ func perfPaced(elapsed time.Duration, throughput float64, sent, limit int64) int
 }
 
 // produce sends records [first, first+count) through p, adding each
-// acknowledged record's latency to run.lat, and closes p.
-func (run *perfProduceRun) produce(p *producer.Producer, first, count int64) error {
+// acknowledged record's latency to run.lat, and that of every record after
+// the first warm to run.steady too, and closes p.
+func (run *perfProduceRun) produce(p *producer.Producer, first, count, warm int64) error {
 	start := time.Now()
 	// Records go to the producer in chunks (one mailbox message each),
 	// with at most maxOutstanding unacknowledged, so memory stays bounded
@@ -243,8 +272,16 @@ func (run *perfProduceRun) produce(p *producer.Producer, first, count int64) err
 			<-space
 		}
 		n := min(int64(chunk), count-sent)
+		if sent < warm {
+			n = min(n, warm-sent) // a chunk is all warm-up or all steady state
+		}
 		if run.throughput > 0 {
 			n = perfPaced(time.Since(start), run.throughput, sent, n)
+		}
+		var steady *latencies
+		if sent >= warm && run.steady != nil {
+			steady = run.steady
+			run.steadyStart.CompareAndSwap(0, time.Now().UnixNano())
 		}
 		var recs []producer.Send
 		select {
@@ -266,7 +303,11 @@ func (run *perfProduceRun) produce(p *producer.Producer, first, count int64) err
 			} else {
 				// From ProduceMany to the delivery report, as Kafka's tool
 				// measures from send().
-				run.lat.add(float64(d.Latency.Microseconds()) / 1000)
+				ms := float64(d.Latency.Microseconds()) / 1000
+				run.lat.add(ms)
+				if steady != nil {
+					steady.add(ms)
+				}
 			}
 			if undelivered.Add(-1) == 0 && cap(recs) == chunk {
 				select {
@@ -311,13 +352,14 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 		compression string
 		numKeys     int
 		producers   int
+		warmup      int64
 	)
 	cmd := &cobra.Command{
 		Use:   "produce --topic T --num-records N --record-size S",
 		Short: "Produce N records of S bytes as fast as allowed and report throughput and latency",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validatePerfProduce(numRecords, recordSize, numKeys, producers); err != nil {
+			if err := validatePerfProduce(numRecords, warmup, recordSize, numKeys, producers); err != nil {
 				return err
 			}
 			acks, err := parseAcks(acksFlag)
@@ -370,16 +412,22 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			out := cmd.OutOrStdout()
 			run.lat.every = perfSampling(numRecords)
 			run.lat.samples = make([]float64, 0, numRecords/run.lat.every+1)
+			if warmup > 0 {
+				run.steady = &latencies{every: perfSampling(numRecords - warmup)}
+				run.steady.samples = make([]float64, 0, (numRecords-warmup)/run.steady.every+1)
+				fmt.Fprintf(out, "Warmup first %d records. Steady state results will print after the complete test summary.\n", warmup)
+			}
 			start := time.Now()
 			stopProgress := progress(out, start, run.lat, recordSize)
 			errs := make([]error, producers)
 			var wg sync.WaitGroup
 			for j, p := range ps {
 				first, count := perfShare(numRecords, producers, j)
+				_, warm := perfShare(warmup, producers, j)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs[j] = run.produce(p, first, count)
+					errs[j] = run.produce(p, first, count, warm)
 				}()
 			}
 			wg.Wait()
@@ -388,20 +436,12 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
-			lat := run.lat
-			lat.mu.Lock()
-			sorted := slices.Clone(lat.samples)
-			n, sum, mx := lat.n, lat.sum, lat.max
-			lat.mu.Unlock()
-			slices.Sort(sorted)
-			avg := 0.0
-			if n > 0 {
-				avg = sum / float64(n)
+			run.lat.printTotal(out, "", elapsed, recordSize)
+			if run.steady != nil {
+				// From the first steady-state record's hand-over, as Kafka's
+				// tool starts its steady-state statistics at that send.
+				run.steady.printTotal(out, " steady state", time.Since(time.Unix(0, run.steadyStart.Load())), recordSize)
 			}
-			rps := float64(n) / elapsed.Seconds()
-			fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.0f ms 50th, %.0f ms 95th, %.0f ms 99th, %.0f ms 99.9th.\n",
-				n, rps, rps*float64(recordSize)/(1024*1024), avg, mx,
-				percentile(sorted, 0.5), percentile(sorted, 0.95), percentile(sorted, 0.99), percentile(sorted, 0.999))
 			// Not Kafka's tool's: the round trip of a produce request, from
 			// its send to its answer (request-latency-avg and -max).
 			fmt.Fprintf(out, "%d produce requests answered, %.2f ms avg, %.2f ms max request latency.\n",
@@ -422,6 +462,7 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 	f.DurationVar(&linger, "linger", producer.DefaultLinger, "producer linger")
 	f.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&numKeys, "keys", 0, "give record i the key key-%08d of i mod N, e.g. for a compacted topic (0: keyless)")
+	f.Int64Var(&warmup, "warmup-records", 0, "treat the first N records as warm-up: a second summary line gives the steady-state statistics of the records after them (Kafka's --warmup-records; with --producers, each producer's first share of N)")
 	f.IntVar(&producers, "producers", 1, "independent producers (each its own accumulator and producer id, sharing one client), sharing the records (and --throughput); latencies are merged")
 	if err := cmd.MarkFlagRequired("topic"); err != nil {
 		panic(err)

@@ -24,6 +24,8 @@ func TestPerfProduceRefusesBadProducers(t *testing.T) {
 		{[]string{"--producers", "65"}, "--producers must be between 1 and 64, got 65"},
 		{[]string{"--producers", "4", "--num-records", "3"}, "--producers 4 is more than --num-records 3"},
 		{[]string{"--keys", "-1"}, "--keys must not be negative"},
+		{[]string{"--warmup-records", "-1"}, "--warmup-records must be at least 0 and fewer than --num-records (10), got -1"},
+		{[]string{"--warmup-records", "10"}, "--warmup-records must be at least 0 and fewer than --num-records (10), got 10"},
 	} {
 		root := newRoot()
 		var out bytes.Buffer
@@ -92,6 +94,33 @@ func TestPerfProduceWithSeveralProducers(t *testing.T) {
 		if e == 0 {
 			t.Errorf("partition %d got no record of 50 keys: %v", p, ends)
 		}
+	}
+}
+
+// TestPerfProduceWarmup: with --warmup-records, `perf produce` prints the
+// whole run's summary and then one of the steady state, over the records
+// after the warm-up only (Kafka's tool's --warmup-records), with
+// --producers too; every record is written once.
+func TestPerfProduceWarmup(t *testing.T) {
+	h := startHost(t, t.TempDir(), freeBase(t))
+	h.mustCLI("", "topics", "create", "warm", "--partitions", "2")
+	out := h.mustCLI("", "perf", "produce", "--topic", "warm", "--num-records", "3000",
+		"--record-size", "20", "--warmup-records", "1000", "--throughput", "20000")
+	var total, steady []string
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "3000 records sent,") && strings.Contains(line, "ms 99th"):
+			total = append(total, line)
+		case strings.HasPrefix(line, "2000 steady state records sent,") && strings.Contains(line, "ms 99th"):
+			steady = append(steady, line)
+		}
+	}
+	if len(total) != 1 || len(steady) != 1 || !strings.Contains(out, "Warmup first 1000 records.") ||
+		strings.Index(out, total[0]) > strings.Index(out, steady[0]) {
+		t.Fatalf("want the 3000 records' summary, then the 2000 steady-state records' one:\n%s", out)
+	}
+	if got := sum(h.endOffsets("warm")); got != 3000 {
+		t.Fatalf("log end offsets sum to %d, want 3000", got)
 	}
 }
 
