@@ -450,7 +450,7 @@ func newPerfProduceCmd(g *globals) *cobra.Command {
 			if run.steady != nil {
 				// From the first steady-state record's hand-over, as Kafka's
 				// tool starts its steady-state statistics at that send.
-				run.steady.printTotal(out, " steady state", time.Since(time.Unix(0, run.steadyStart.Load())), recordSize)
+				run.steady.printTotal(out, " steady state", start.Add(elapsed).Sub(time.Unix(0, run.steadyStart.Load())), recordSize)
 			}
 			// Not Kafka's tool's: the round trip of a produce request, from
 			// its send to its answer (request-latency-avg and -max).

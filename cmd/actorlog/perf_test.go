@@ -99,8 +99,8 @@ func TestPerfProduceWithSeveralProducers(t *testing.T) {
 
 // TestPerfProduceWarmup: with --warmup-records, `perf produce` prints the
 // whole run's summary and then one of the steady state, over the records
-// after the warm-up only (Kafka's tool's --warmup-records), with
-// --producers too; every record is written once.
+// after the warm-up only (Kafka's tool's --warmup-records); every record
+// is written once.
 func TestPerfProduceWarmup(t *testing.T) {
 	h := startHost(t, t.TempDir(), freeBase(t))
 	h.mustCLI("", "topics", "create", "warm", "--partitions", "2")
