@@ -16,12 +16,25 @@ import (
 )
 
 // pooled is b in a pooled frame reaching its trailer, as the remote codec
-// hands a received produce request's records to the replica.
-func pooled(b []byte) []byte {
+// hands a received produce request's records to the replica. Frames
+// under 1 KiB are not pooled (frame.AllocPooled): b must be larger.
+func pooled(t *testing.T, b []byte) []byte {
+	t.Helper()
 	f := frame.AllocPooled(len(b))
 	copy(f, b)
+	if !frame.Pooled(f) {
+		t.Fatalf("a frame of %d bytes is not pooled", len(b))
+	}
 	return f
 }
+
+// Record key and value prefixes long enough that every batch of the test
+// (one record at least) takes a pooled frame.
+var (
+	padA = "a" + strings.Repeat(".", 600)
+	padB = "b" + strings.Repeat(".", 600)
+	padC = "c" + strings.Repeat(".", 600)
+)
 
 // TestReceivedProduceFramesRecycledAfterAppend: a produce whose records
 // lie in a pooled frame is not recycled while its write is under way,
@@ -41,7 +54,7 @@ func TestReceivedProduceFramesRecycledAfterAppend(t *testing.T) {
 		return system.Root.RequestFuture(pid, &messages.ProduceRequest{Topic: "t", Partition: 0, Acks: messages.Acks_ACKS_ALL,
 			Records: records, CurrentLeaderEpoch: -1, CorrelationId: corr}, timeout)
 	}
-	first := produce(pooled(batch(t, 3, "a")), 0)
+	first := produce(pooled(t, batch(t, 3, padA)), 0)
 	select {
 	case <-fsys.held: // the leader is inside the first write
 	case <-time.After(timeout):
@@ -50,11 +63,11 @@ func TestReceivedProduceFramesRecycledAfterAppend(t *testing.T) {
 	}
 	var queued []*actor.Future
 	for i := 1; i <= 4; i++ {
-		b := batch(t, 2, "b")
+		b := batch(t, 2, padB)
 		if i == 2 {
 			b = flip(b)
 		}
-		queued = append(queued, produce(pooled(b), int64(i)))
+		queued = append(queued, produce(pooled(t, b), int64(i)))
 	}
 	early := ProduceFramesRecycled() - before
 	close(fsys.release) // before any Fatal: the replica's stop waits for the write
@@ -75,13 +88,13 @@ func TestReceivedProduceFramesRecycledAfterAppend(t *testing.T) {
 	}
 	// What the pool hands out next may be those frames: overwrite.
 	for range 16 {
-		f := frame.AllocPooled(len(batch(t, 2, "b")))
+		f := frame.AllocPooled(len(batch(t, 2, padB)))
 		for i := range f {
 			f[i] = 0xEE
 		}
 	}
 
-	internal := pooled(batch(t, 1, "c"))
+	internal := pooled(t, batch(t, 1, padC))
 	res, err := system.Root.RequestFuture(pid, &InternalProduce{Request: &messages.ProduceRequest{Topic: "t", Partition: 0,
 		Acks: messages.Acks_ACKS_ALL, Records: internal, CurrentLeaderEpoch: -1}}, timeout).Result()
 	if err != nil {
@@ -94,7 +107,7 @@ func TestReceivedProduceFramesRecycledAfterAppend(t *testing.T) {
 		t.Fatalf("an InternalProduce's frame was recycled (%d recycled)", n)
 	}
 
-	want := "a-v0,a-v1,a-v2,b-v0,b-v1,b-v0,b-v1,b-v0,b-v1,c-v0"
+	want := strings.NewReplacer("a", padA, "b", padB, "c", padC).Replace("a-v0,a-v1,a-v2,b-v0,b-v1,b-v0,b-v1,b-v0,b-v1,c-v0")
 	if got := logValues(t, system, pid, 0); strings.Join(got, ",") != want {
 		t.Fatalf("log holds %v, want %s", got, want)
 	}
