@@ -187,6 +187,19 @@ func (p *consumerProc) records() []printed {
 // together own total distinct ones.
 func waitOwnership(t *testing.T, timeout time.Duration, total int, procs []*consumerProc, want ...int) time.Time {
 	t.Helper()
+	met := false
+	defer func() {
+		if met {
+			return
+		}
+		// poll.Until failed the test (t.Fatalf runs the deferred calls):
+		// what each member was doing, for a failure seen once under CI's
+		// load (a member of a new group owning nothing for 60 s).
+		for _, p := range procs {
+			lines := strings.Split(p.logText(), "\n")
+			t.Logf("%s, last %d log lines:\n%s", p.name, min(len(lines), 40), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	}()
 	var last time.Time
 	poll.Until(t, timeout, func() error {
 		seen := map[string]bool{}
@@ -214,6 +227,7 @@ func waitOwnership(t *testing.T, timeout time.Duration, total int, procs []*cons
 		}
 		return nil
 	})
+	met = true
 	return last
 }
 
